@@ -1,0 +1,353 @@
+/**
+ * tripy-lab crosswalk renderer.
+ *
+ * Renders `application/vnd.tripy-lab.crosswalk+json` (bundle version 1): the
+ * linked view of one compile, in three panes:
+ *
+ *   graph (trace graph SVG) | MLIR (numbered lines) | layers (engine layer table)
+ *
+ * Clicking a graph node, an MLIR line or a layer row selects its trace op(s)
+ * and marks the op's node, MLIR lines and layers with `tripy-selected`;
+ * clicking the same thing again clears the selection.  The failing op of
+ * `bundle.error` is marked with `tripy-error`.
+ *
+ * Node matching rule (the Python side must follow it):
+ *   A graph node `<g class="node">` belongs to trace op X when its `id`
+ *   attribute is `op-X` (X verbatim, `%` kept, no sanitising); failing that,
+ *   when its `<title>` text is X.  Give each op node the DOT attribute
+ *   `id="op-X"`, e.g.  `"t5" [id="op-%t5", label="%t5 = add(a, b)"]`.
+ *   (Graphviz copies `id` onto the `<g>`; it writes the node name into
+ *   `<title>`, but treats names starting with `%` as anonymous and renames
+ *   them, so `<title>` alone cannot carry `%t5`.)  The renderer then drops the
+ *   `id` (several views may share a page) and sets `data-op-id`.  Nodes that
+ *   match no op (inputs, constants) are drawn but not clickable.
+ *
+ * Stable DOM (used by tests and by the lab's stage tabs):
+ *   [data-tripy-pane="graph"|"mlir"|"layers"]  the three panes
+ *   g.node[data-op-id]                          matched graph nodes
+ *   .tripy-mlir-line[data-op-id][data-line]     MLIR lines (data-op-id only when the line has an op)
+ *   tr.tripy-layer-row[data-layer-id][data-op-id]  layer rows; data-op-id is a
+ *                                               space-separated list (match with [data-op-id~="%t5"])
+ */
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Widget } from '@lumino/widgets';
+
+export const MIME_TYPE = 'application/vnd.tripy-lab.crosswalk+json';
+
+const SELECTED = 'tripy-selected';
+const ERROR = 'tripy-error';
+
+interface IOp {
+  id: string;
+  label?: string;
+  line?: string | null;
+  mlir?: number[];
+  layers?: string[];
+}
+
+interface IMlirLine {
+  line: number;
+  text: string;
+  op: string | null;
+}
+
+interface ILayer {
+  id: string;
+  name?: string;
+  kind?: string;
+  ops?: string[];
+  lines?: string[];
+  shapes?: string;
+  dtypes?: string;
+  kernel?: string;
+}
+
+interface IBundle {
+  version: number;
+  title?: string;
+  svg?: string | null;
+  dot?: string;
+  ops?: IOp[];
+  mlir?: IMlirLine[];
+  layers?: ILayer[];
+  error?: { message: string; op?: string | null } | null;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className?: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+/** Parse SVG text into an element, dropping scripts and inline event handlers. */
+function parseSvg(text: string): SVGSVGElement | null {
+  const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+  const svg = doc.documentElement;
+  if (!svg || svg.nodeName !== 'svg') {
+    return null;
+  }
+  svg.querySelectorAll('script, foreignObject').forEach(n => n.remove());
+  for (const node of [svg, ...Array.from(svg.querySelectorAll('*'))]) {
+    for (const attr of Array.from(node.attributes)) {
+      if (attr.name.toLowerCase().startsWith('on')) {
+        node.removeAttribute(attr.name);
+      }
+    }
+  }
+  return document.importNode(svg, true) as unknown as SVGSVGElement;
+}
+
+/** Draw DOT text with the wasm build of Graphviz, loaded on first use. */
+async function dotToSvg(dot: string): Promise<string> {
+  const { Graphviz } = await import('@hpcc-js/wasm-graphviz');
+  const graphviz = await Graphviz.load();
+  return graphviz.dot(dot);
+}
+
+export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
+  constructor(options: IRenderMime.IRendererOptions) {
+    super();
+    this._mimeType = options.mimeType;
+    this.addClass('tripy-crosswalk');
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const bundle = model.data[this._mimeType] as unknown as IBundle;
+    this.node.textContent = '';
+    this._items.clear();
+    this._selected = null;
+    if (!bundle || bundle.version !== 1) {
+      this.node.appendChild(
+        el('div', 'tripy-crosswalk-message', `tripy-lab: unsupported crosswalk bundle version ${bundle?.version}`)
+      );
+      return;
+    }
+    this._bundle = bundle;
+    this._opsById = new Map((bundle.ops ?? []).map(op => [op.id, op]));
+
+    this.node.appendChild(el('div', 'tripy-crosswalk-title', bundle.title ?? ''));
+    if (bundle.error) {
+      this.node.appendChild(el('div', 'tripy-crosswalk-errormsg', bundle.error.message));
+    }
+    const panes = el('div', 'tripy-crosswalk-panes');
+    const graph = this._pane('graph', 'Trace graph');
+    const mlir = this._pane('mlir', 'MLIR');
+    const layers = this._pane('layers', 'Engine layers');
+    panes.append(graph, mlir, layers);
+    this._status = el('div', 'tripy-crosswalk-status', 'Click a node, an MLIR line or a layer.');
+    this.node.append(panes, this._status);
+
+    this._renderMlir(mlir, bundle.mlir ?? []);
+    this._renderLayers(layers, bundle.layers ?? []);
+    await this._renderGraph(graph, bundle);
+    this._markError();
+  }
+
+  private _pane(name: string, heading: string): HTMLDivElement {
+    const pane = el('div', 'tripy-pane');
+    pane.dataset.tripyPane = name;
+    pane.appendChild(el('div', 'tripy-pane-heading', heading));
+    const body = el('div', 'tripy-pane-body');
+    pane.appendChild(body);
+    return pane;
+  }
+
+  private async _renderGraph(pane: HTMLElement, bundle: IBundle): Promise<void> {
+    const body = pane.querySelector('.tripy-pane-body') as HTMLElement;
+    let text = bundle.svg ?? null;
+    if (!text) {
+      if (!bundle.dot) {
+        body.appendChild(el('div', 'tripy-crosswalk-message', 'No graph.'));
+        return;
+      }
+      const wait = el('div', 'tripy-crosswalk-message', 'Drawing graph…');
+      body.appendChild(wait);
+      try {
+        text = await dotToSvg(bundle.dot);
+      } catch (err) {
+        wait.textContent = `Could not draw the graph: ${err}`;
+        return;
+      }
+      wait.remove();
+      pane.dataset.tripyRenderer = 'wasm';
+    } else {
+      pane.dataset.tripyRenderer = 'dot';
+    }
+    const svg = parseSvg(text);
+    if (!svg) {
+      body.appendChild(el('div', 'tripy-crosswalk-message', 'The graph is not valid SVG.'));
+      return;
+    }
+    body.appendChild(svg);
+    svg.querySelectorAll('g.node').forEach(node => {
+      const byId = node.id.startsWith('op-') ? node.id.slice(3) : '';
+      const byTitle = node.querySelector('title')?.textContent?.trim() ?? '';
+      const id = this._opsById.has(byId) ? byId : byTitle;
+      if (this._opsById.has(id)) {
+        node.removeAttribute('id');
+        node.setAttribute('data-op-id', id);
+        this._register(node, [id]);
+      }
+    });
+  }
+
+  private _renderMlir(pane: HTMLElement, lines: IMlirLine[]): void {
+    const body = pane.querySelector('.tripy-pane-body') as HTMLElement;
+    const code = el('div', 'tripy-mlir');
+    lines.forEach((line, index) => {
+      const row = el('div', 'tripy-mlir-line');
+      row.dataset.line = String(line.line ?? index + 1);
+      row.append(el('span', 'tripy-lineno', String(line.line ?? index + 1)), el('span', 'tripy-code', line.text));
+      const ops = new Set<string>();
+      if (line.op) {
+        ops.add(line.op);
+      }
+      // ops[].mlir holds 0-based indices into bundle.mlir
+      for (const op of this._opsById.values()) {
+        if (op.mlir?.includes(index)) {
+          ops.add(op.id);
+        }
+      }
+      if (ops.size) {
+        row.dataset.opId = [...ops].join(' ');
+        row.title = [...ops].map(id => this._opsById.get(id)?.label ?? id).join('\n');
+        this._register(row, [...ops]);
+      }
+      code.appendChild(row);
+    });
+    body.appendChild(code);
+  }
+
+  private _renderLayers(pane: HTMLElement, layers: ILayer[]): void {
+    const body = pane.querySelector('.tripy-pane-body') as HTMLElement;
+    if (!layers.length) {
+      body.appendChild(el('div', 'tripy-crosswalk-message', 'No engine layers (not built yet).'));
+      return;
+    }
+    const table = el('table', 'tripy-layers');
+    const head = el('tr');
+    for (const name of ['layer', 'kind', 'ops', 'source', 'shapes', 'dtypes', 'kernel']) {
+      head.appendChild(el('th', undefined, name));
+    }
+    table.createTHead().appendChild(head);
+    const tbody = table.createTBody();
+    for (const layer of layers) {
+      const ops = new Set(layer.ops ?? []);
+      for (const op of this._opsById.values()) {
+        if (op.layers?.includes(layer.id)) {
+          ops.add(op.id);
+        }
+      }
+      const row = el('tr', 'tripy-layer-row');
+      row.dataset.layerId = layer.id;
+      row.dataset.opId = [...ops].join(' ');
+      const cells = [
+        layer.name ?? layer.id,
+        layer.kind ?? '',
+        [...ops].join(', '),
+        (layer.lines ?? []).join(', '),
+        layer.shapes ?? '',
+        layer.dtypes ?? '',
+        layer.kernel ?? ''
+      ];
+      for (const text of cells) {
+        row.appendChild(el('td', undefined, text));
+      }
+      this._register(row, [...ops]);
+      tbody.appendChild(row);
+    }
+    body.appendChild(table);
+  }
+
+  /** Remember which ops `node` shows and make it a click target. */
+  private _register(node: Element, ops: string[]): void {
+    for (const id of ops) {
+      const list = this._items.get(id) ?? [];
+      list.push(node);
+      this._items.set(id, list);
+    }
+    node.classList.add('tripy-clickable');
+    node.addEventListener('click', event => {
+      event.stopPropagation();
+      const key = ops.join(' ');
+      this._select(this._selected === key ? null : ops);
+    });
+  }
+
+  private _select(ops: string[] | null): void {
+    this.node.querySelectorAll(`.${SELECTED}`).forEach(n => n.classList.remove(SELECTED));
+    this._selected = ops ? ops.join(' ') : null;
+    if (!ops) {
+      this._status.textContent = 'Selection cleared.';
+      return;
+    }
+    for (const id of ops) {
+      for (const node of this._items.get(id) ?? []) {
+        node.classList.add(SELECTED);
+      }
+    }
+    this._status.textContent = ops
+      .map(id => {
+        const op = this._opsById.get(id);
+        return op ? `${op.label ?? id}${op.line ? `   @ ${op.line}` : ''}` : id;
+      })
+      .join('  |  ');
+    for (const pane of ['mlir', 'layers']) {
+      const body = this.node.querySelector(`[data-tripy-pane="${pane}"] .tripy-pane-body`);
+      const first = body?.querySelector(`.${SELECTED}`) as HTMLElement | null;
+      if (body && first) {
+        scrollWithin(body as HTMLElement, first);
+      }
+    }
+  }
+
+  private _markError(): void {
+    const id = this._bundle?.error?.op;
+    if (!id) {
+      return;
+    }
+    for (const node of this._items.get(id) ?? []) {
+      node.classList.add(ERROR);
+    }
+  }
+
+  private _mimeType: string;
+  private _bundle: IBundle | null = null;
+  private _opsById = new Map<string, IOp>();
+  private _items = new Map<string, Element[]>();
+  private _selected: string | null = null;
+  private _status: HTMLElement = el('div');
+}
+
+/** Scroll `body` (not the page) so that `item` is visible. */
+function scrollWithin(body: HTMLElement, item: HTMLElement): void {
+  const top = item.getBoundingClientRect().top - body.getBoundingClientRect().top + body.scrollTop;
+  if (top < body.scrollTop || top + item.offsetHeight > body.scrollTop + body.clientHeight) {
+    body.scrollTop = Math.max(0, top - body.clientHeight / 3);
+  }
+}
+
+export const rendererFactory: IRenderMime.IRendererFactory = {
+  // Inline SVG: render only trusted outputs (like JupyterLab's own SVG renderer).
+  safe: false,
+  mimeTypes: [MIME_TYPE],
+  createRenderer: options => new CrosswalkWidget(options)
+};
+
+const extension: IRenderMime.IExtension = {
+  id: 'tripy-lab:crosswalk',
+  rendererFactory,
+  rank: 0,
+  dataType: 'json'
+};
+
+export default extension;
