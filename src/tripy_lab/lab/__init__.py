@@ -1,0 +1,8 @@
+"""The lab layer: ``%%tpcompile``, the bounds editor, stage tabs, timing tables.
+
+``benchmark`` and ``compare`` time Executables without widgets (pandas is imported when they run).
+"""
+
+from tripy_lab.lab.timing import benchmark, compare
+
+__all__ = ["benchmark", "compare"]

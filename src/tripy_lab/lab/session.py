@@ -1,0 +1,310 @@
+"""The two-speed loop: a fast path (trace + lower + checks) on every change, a slow path (engine build)
+on demand or automatically when the last build was fast. No widgets here: the UI listens for changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tripy_lab.core.errors import TripyException
+from tripy_lab.lab.bounds_model import BoundsModel
+
+FAST_TABS = ("trace", "mlir")
+SLOW_TABS = ("engine", "run")
+
+
+@dataclass
+class Settings:
+    """Lab-wide defaults; ``%%tpcompile --auto-build-ms/--debounce-ms`` override them per cell."""
+
+    auto_build_seconds: float = 1.0  # rebuild on every change while the last build took less than this
+    debounce_seconds: float = 0.15  # wait this long after the last edit before re-tracing
+    cache_size: int = 32  # traced/lowered/built stages kept per session, by bounds
+
+
+settings = Settings()
+
+
+class Debouncer:
+    """Call ``fn`` once, ``delay`` seconds after the last trigger, on the running asyncio loop (the kernel's).
+
+    With no running loop (plain scripts, tests) or ``delay <= 0`` it calls ``fn`` right away.
+    """
+
+    def __init__(self, fn: Callable[[], Any], delay: float):
+        self.fn, self.delay = fn, delay
+        self._handle: asyncio.TimerHandle | None = None
+
+    def __call__(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self.delay <= 0 or loop is None:
+            self.fn()
+            return
+        self.cancel()
+        self._handle = loop.call_later(self.delay, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        self.fn()
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    @property
+    def pending(self) -> bool:
+        return self._handle is not None
+
+
+class LRU(OrderedDict):
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def get(self, key, default=None):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        return default
+
+    def put(self, key, value) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+
+
+def failing_op(exc: BaseException, traced) -> str | None:
+    """The trace op at the error's user line (in the current or last good trace), if any."""
+    loc = getattr(exc, "location", None)
+    if loc is None or traced is None:
+        return None
+    for op in traced.trace.ops:
+        if op.location is not None and (op.location.file, op.location.line) == (loc.file, loc.line):
+            return op.name
+    return None
+
+
+class Session:
+    """One ``%%tpcompile`` cell's state. Listeners get the set of changed aspects after each step:
+    "status", "trace", "mlir", "engine", "run", "error", "log", "stale"."""
+
+    def __init__(
+        self,
+        func,
+        model: BoundsModel,
+        *,
+        exe_name: str = "exe",
+        namespace: dict | None = None,
+        engine: str | None = None,
+        optimization_level: int = 3,
+        auto_build_seconds: float | None = None,
+        debounce_seconds: float | None = None,
+    ):
+        self.func, self.model, self.exe_name = func, model, exe_name
+        self.namespace = namespace if namespace is not None else {}
+        self.engine, self.optimization_level = engine, optimization_level
+        self.auto_build_seconds = (
+            settings.auto_build_seconds if auto_build_seconds is None else auto_build_seconds
+        )
+        delay = settings.debounce_seconds if debounce_seconds is None else debounce_seconds
+        self.debouncer = Debouncer(self.refresh, delay)
+        self.listeners: list[Callable[[set[str]], None]] = []
+        self._fast = LRU(settings.cache_size)
+        self._built = LRU(settings.cache_size)
+        self.key: tuple | None = None  # bounds key of the shown traced/lowered
+        self.traced = self.lowered = self.built = self.exe = None
+        self.good_traced = None  # last trace that worked: errors highlight their op in it
+        self.error: BaseException | None = None
+        self.error_stage = ""
+        self.error_op: str | None = None
+        self.stale: set[str] = set()
+        self.building = False
+        self.last_build_seconds: float | None = None
+        self.log: list[dict] = []
+        self.counts = {"trace": 0, "lower": 0, "build": 0}  # how often each stage really ran
+
+    # -- plumbing -------------------------------------------------------------------------------------
+    def notify(self, changed: set[str]) -> None:
+        for listener in list(self.listeners):
+            listener(changed)
+
+    def _log(self, stage: str, status: str, seconds: float | None = None, detail: str = "") -> None:
+        ms = None if seconds is None else round(seconds * 1e3, 3)
+        self.log.append({"stage": stage, "status": status, "ms": ms, "detail": detail})
+        del self.log[:-200]
+
+    def _fail(self, stage: str, exc: BaseException, changed: set[str]) -> None:
+        self.error, self.error_stage = exc, stage
+        self.error_op = failing_op(exc, self.traced if stage != "trace" else self.good_traced)
+        summary = getattr(exc, "summary", None) or f"{type(exc).__name__}: {exc}"
+        self._log(stage, "error", None, summary)
+        changed |= {"error", "log", "status", "stale", "trace", "mlir"}
+
+    def schedule(self) -> None:
+        """A bounds edit: re-run the fast path once the edits settle (debounced)."""
+        self.stale |= {*FAST_TABS, *SLOW_TABS}
+        self.notify({"stale", "status"})
+        self.debouncer()
+
+    # -- fast path ------------------------------------------------------------------------------------
+    def refresh(self, force: bool = False) -> None:
+        """Trace + lower for the current bounds (cached by bounds); build too when builds are fast."""
+        changed: set[str] = {"status", "log"}
+        problems = self.model.problems()
+        if problems:
+            self.stale |= {*FAST_TABS, *SLOW_TABS}
+            self._log("bounds", "invalid", None, "; ".join(map(str, problems)))
+            self.notify(changed | {"stale"})
+            return
+        key = self.model.key()
+        if key == self.key and not force and self.error is None:
+            self.stale -= set(FAST_TABS)
+            if self._built.get(self._build_key()) is self.built:
+                self.stale -= set(SLOW_TABS)
+            self.notify(changed | {"stale"})
+            return
+        self._run_fast(key, changed)
+        if self.error is None:
+            cached = self._built.get(self._build_key())
+            if cached is not None:
+                self._use_build(cached, changed, hit=True)
+            elif self.last_build_seconds is None or self.last_build_seconds < self.auto_build_seconds:
+                self.notify(changed)
+                changed = {"status", "log"}
+                self.build()
+        self.notify(changed)
+
+    def _run_fast(self, key: tuple, changed: set[str]) -> None:
+        from tripy_lab import pipeline
+
+        hit = self._fast.get(key)
+        if hit is not None:
+            self.traced, self.lowered = hit
+            self._log("trace+mlir", "cache hit")
+        else:
+            try:
+                traced = pipeline.trace(self.func, kwargs=self.model.values())
+            except Exception as exc:  # the user's function or its shapes: shown in the Error tab
+                self.counts["trace"] += 1
+                self._fail("trace", exc, changed)
+                return
+            self.counts["trace"] += 1
+            self._log("trace", "ok", traced.seconds, f"{len(traced.trace.ops)} ops")
+            try:
+                lowered = traced.lower()
+            except Exception as exc:
+                self.counts["lower"] += 1
+                self.traced = traced
+                self._fail("lower", exc, changed)
+                return
+            self.counts["lower"] += 1
+            self._log("mlir", "ok", lowered.seconds)
+            self.traced, self.lowered = traced, lowered
+            self._fast.put(key, (traced, lowered))
+        self.key = key
+        self.good_traced = self.traced
+        self.error, self.error_stage, self.error_op = None, "", None
+        self.stale -= set(FAST_TABS)
+        self.stale |= set(SLOW_TABS)
+        changed |= {"trace", "mlir", "error", "stale"}
+
+    # -- slow path ------------------------------------------------------------------------------------
+    def _build_key(self) -> tuple:
+        return (self.key, self.engine, self.optimization_level)
+
+    def set_engine(self, engine: str | None = None, optimization_level: int | None = None) -> None:
+        """Engine or level changed: only the build re-runs (the fast stages are unchanged)."""
+        self.engine = engine
+        if optimization_level is not None:
+            self.optimization_level = optimization_level
+        cached = self._built.get(self._build_key())
+        changed = {"status", "stale", "log"}
+        if cached is not None:
+            self._use_build(cached, changed, hit=True)
+        else:
+            self.stale |= set(SLOW_TABS)
+        self.notify(changed)
+
+    def _use_build(self, built, changed: set[str], hit: bool = False) -> None:
+        self.built = built
+        self.exe = built.executable()
+        self.namespace[self.exe_name] = self.exe
+        self.stale -= set(SLOW_TABS)
+        if hit:
+            self._log("build", "cache hit", None, built.report.engine)
+        changed |= {"engine", "run", "stale"}
+
+    def build(self) -> None:
+        """Build the engine for the shown MLIR; the Executable lands in the namespace as ``exe_name``."""
+        if self.lowered is None or self.error is not None and self.error_stage != "build":
+            return
+        changed: set[str] = {"status", "log"}
+        self.building = True
+        self.notify({"status"})
+        try:
+            start = time.perf_counter()
+            built = self.lowered.build(engine=self.engine, optimization_level=self.optimization_level)
+            self.counts["build"] += 1
+            self.last_build_seconds = time.perf_counter() - start
+            report = built.report
+            self._log("build", "ok", built.seconds, f"{report.engine}: {report.reason}")
+            self._built.put(self._build_key(), built)
+            self.error, self.error_stage, self.error_op = None, "", None
+            self._use_build(built, changed)
+            changed.add("error")
+        except Exception as exc:
+            self.counts["build"] += 1
+            self._fail("build", exc, changed)
+        finally:
+            self.building = False
+        self.notify(changed)
+
+    # -- status -------------------------------------------------------------------------------------
+    def status(self) -> tuple[str, str]:
+        """(text, kind) for the status line."""
+        if self.building:
+            return "building…", "busy"
+        if self.debouncer.pending:
+            return "tracing…", "busy"
+        problems = self.model.problems()
+        if problems:
+            return f"invalid bounds: {problems[0]}", "error"
+        if self.error is not None:
+            return f"{self.error_stage} failed: {getattr(self.error, 'summary', self.error)}", "error"
+        if self.stale & set(SLOW_TABS):
+            return "engine is stale: press Build", "stale"
+        if self.exe is not None:
+            ms = (self.last_build_seconds or 0) * 1e3
+            return f"{self.exe_name} = {self.exe} · {self.built.report.engine} · built in {ms:.0f} ms", "ok"
+        return "ready", "info"
+
+    def error_info(self) -> dict | None:
+        if self.error is None:
+            return None
+        exc = self.error
+        if isinstance(exc, TripyException):
+            loc = exc.location.render() if exc.location else ""
+            return {
+                "summary": exc.summary,
+                "details": exc.details,
+                "location": loc,
+                "op": self.error_op,
+                "stage": self.error_stage,
+            }
+        return {
+            "summary": f"{type(exc).__name__}: {exc}",
+            "details": [],
+            "location": "",
+            "op": self.error_op,
+            "stage": self.error_stage,
+        }

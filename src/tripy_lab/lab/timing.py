@@ -1,0 +1,233 @@
+"""Timing without widgets: ``benchmark(exe, ...)`` and ``compare(...)`` return pandas DataFrames.
+
+Inputs are generated from the Executable's InputInfos at the min, opt or max bounds (or shapes you
+give); each timed call is bracketed by ``exe.synchronize()`` so GPU engines are measured end to end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from tripy_lab.core import dtypes
+from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+from tripy_lab.core.errors import TripyException
+
+COLUMNS = ["label", "engine", "opt_level", "shape", "warmup", "iters", "median_ms", "p10_ms", "p90_ms",
+           "mean_ms", "std_ms", "throughput_per_s", "error"]
+POINTS = ("min", "opt", "max")
+
+
+def shapes_at(infos: dict, point: str | dict) -> dict[str, Any]:
+    """name -> shape tuple (tensors) or int (DimensionInputInfo), at "min"/"opt"/"max" or given explicitly.
+
+    A dict gives shapes per parameter; missing parameters take opt.
+    """
+    out: dict[str, Any] = {}
+    for name, info in infos.items():
+        if isinstance(point, dict) and name in point:
+            value = point[name]
+            if isinstance(info, DimensionInputInfo):
+                out[name] = int(value)
+            else:
+                out[name] = tuple(value) if isinstance(value, (tuple, list)) else (int(value),)
+            continue
+        which = point if isinstance(point, str) else "opt"
+        if which not in POINTS:
+            raise TripyException(
+                f"Invalid shape point: {which!r}.", ["Expected 'min', 'opt', 'max' or a dict."]
+            )
+        if isinstance(info, DimensionInputInfo):
+            out[name] = getattr(info.value_bounds, which)[0]
+        else:
+            out[name] = tuple(getattr(info.shape_bounds, which))
+    return out
+
+
+def shape_label(shapes: dict[str, Any]) -> str:
+    parts = []
+    for name, s in shapes.items():
+        parts.append(
+            f"{name}={s}" if isinstance(s, int) else f"{name}=" + ("x".join(map(str, s)) or "scalar")
+        )
+    return " ".join(parts)
+
+
+def make_inputs(infos: dict, shapes: dict[str, Any], seed: int = 0) -> dict[str, Any]:
+    """Random arrays of each InputInfo's dtype at ``shapes``; DimensionInputInfos get their int value."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {}
+    for name, info in infos.items():
+        if isinstance(info, DimensionInputInfo):
+            out[name] = int(shapes[name])
+            continue
+        shape = tuple(shapes[name])
+        npdt = dtypes.to_numpy(info.dtype)
+        if info.dtype is dtypes.bool:
+            out[name] = rng.random(shape) > 0.5
+        elif issubclass(info.dtype, dtypes.integer):
+            out[name] = rng.integers(0, 4, size=shape).astype(npdt)
+        else:
+            out[name] = rng.standard_normal(shape).astype(np.float32).astype(npdt)
+    return out
+
+
+def sweep_points(infos: dict, n: int = 5) -> tuple[list[dict], str, list[int], int | None]:
+    """Shapes from min to max along every dynamic dim at once (NamedDimensions stay equal).
+
+    Returns (shape dicts, x label, x values, x at opt): x is the first dynamic dim's size.
+    """
+    dynamic = [
+        (name, i)
+        for name, info in infos.items()
+        if isinstance(info, InputInfo)
+        for i, (lo, hi) in enumerate(zip(info.shape_bounds.min, info.shape_bounds.max))
+        if lo != hi
+    ]
+    dynamic += [
+        (name, None)
+        for name, info in infos.items()
+        if isinstance(info, DimensionInputInfo) and info.value_bounds.min != info.value_bounds.max
+    ]
+    if not dynamic:
+        return [shapes_at(infos, "opt")], "static", [0], 0
+    points, xs = [], []
+    for k in range(n):
+        t = k / max(n - 1, 1)
+        shapes: dict[str, Any] = {}
+        for name, info in infos.items():
+            if isinstance(info, DimensionInputInfo):
+                b = info.value_bounds
+                shapes[name] = round(b.min[0] + t * (b.max[0] - b.min[0]))
+            else:
+                b = info.shape_bounds
+                shapes[name] = tuple(round(lo + t * (hi - lo)) for lo, hi in zip(b.min, b.max))
+        name, i = dynamic[0]
+        x = shapes[name] if i is None else shapes[name][i]
+        if x in xs:
+            continue
+        points.append(shapes)
+        xs.append(x)
+    name, i = dynamic[0]
+    opt = shapes_at(infos, "opt")[name]
+    return points, (name if i is None else f"{name}[{i}]"), xs, (opt if i is None else opt[i])
+
+
+def time_calls(
+    exe, inputs: dict[str, Any], warmup: int = 10, iters: int = 100, max_seconds: float = 10.0
+) -> list[float]:
+    """Seconds per call (synchronized), after ``warmup`` untimed calls; stops early past ``max_seconds``."""
+    for _ in range(warmup):
+        exe(**inputs)
+    exe.synchronize()
+    times: list[float] = []
+    budget_end = time.perf_counter() + max_seconds
+    for _ in range(iters):
+        start = time.perf_counter()
+        exe(**inputs)
+        exe.synchronize()
+        times.append(time.perf_counter() - start)
+        if time.perf_counter() > budget_end:
+            break
+    return times
+
+
+def summarize(times: list[float]) -> dict[str, float]:
+    ms = np.asarray(times) * 1e3
+    median = float(np.median(ms))
+    return {
+        "median_ms": median,
+        "p10_ms": float(np.percentile(ms, 10)),
+        "p90_ms": float(np.percentile(ms, 90)),
+        "mean_ms": float(ms.mean()),
+        "std_ms": float(ms.std()),
+        "throughput_per_s": 1e3 / median,
+    }
+
+
+def _exe_meta(exe) -> tuple[str, Any]:
+    built = getattr(exe, "stages", {}).get("built")
+    return getattr(exe, "engine", "?"), getattr(built, "optimization_level", None)
+
+
+def _rows(exe, points: Iterable, warmup: int, iters: int, label: str, max_seconds: float) -> list[dict]:
+    engine, level = _exe_meta(exe)
+    rows = []
+    for point in points:
+        shapes = shapes_at(exe.input_infos, point)
+        row = {
+            "label": label,
+            "engine": engine,
+            "opt_level": level,
+            "shape": shape_label(shapes),
+            "warmup": warmup,
+            "iters": 0,
+            "error": "",
+        }
+        try:
+            times = time_calls(exe, make_inputs(exe.input_infos, shapes), warmup, iters, max_seconds)
+        except TripyException as exc:
+            row["error"] = exc.summary
+        else:
+            row["iters"] = len(times)
+            row.update(summarize(times))
+        if isinstance(point, str):
+            row["label"] = f"{label} {point}".strip()
+        rows.append(row)
+    return rows
+
+
+def benchmark(
+    exe, shapes: Any = POINTS, warmup: int = 10, iters: int = 100, label: str = "", max_seconds: float = 10.0
+):
+    """Time ``exe`` at each of ``shapes`` ("min"/"opt"/"max" or {param: shape} dicts) -> DataFrame.
+
+    Columns: label, engine, opt_level, shape, warmup, iters, median_ms, p10_ms, p90_ms, mean_ms,
+    std_ms, throughput_per_s (calls per second at the median), error (a row that failed to run).
+    """
+    import pandas as pd
+
+    points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
+    return pd.DataFrame(_rows(exe, points, warmup, iters, label, max_seconds), columns=COLUMNS)
+
+
+def _compile_config(config: dict):
+    from tripy_lab import pipeline
+
+    traced = pipeline.trace(config["func"], args=config.get("args", ()), kwargs=config.get("kwargs"))
+    built = traced.lower().build(
+        engine=config.get("engine"), optimization_level=config.get("optimization_level", 3)
+    )
+    return built.executable()
+
+
+def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max_seconds: float = 10.0):
+    """Time several Executables (or configs) side by side -> DataFrame with a ``build_ms`` column.
+
+    Each item is an Executable, a ``(label, Executable)`` pair, or a config dict
+    ``{"func": f, "args": [...], "engine": "xla", "optimization_level": 3, "label": "..."}``
+    that is compiled here (so engines, optimization levels or bounds can be compared).
+    """
+    import pandas as pd
+
+    rows = []
+    points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
+    for k, item in enumerate(items):
+        label = f"#{k}"
+        if isinstance(item, tuple):
+            label, item = item
+        build_ms = None
+        if isinstance(item, dict):
+            label = item.get("label", label)
+            start = time.perf_counter()
+            item = _compile_config(item)
+            build_ms = (time.perf_counter() - start) * 1e3
+        elif item.stages.get("built") is not None:
+            build_ms = item.stages["built"].seconds * 1e3
+        for row in _rows(item, points, warmup, iters, label, max_seconds):
+            row["build_ms"] = build_ms
+            rows.append(row)
+    return pd.DataFrame(rows, columns=[*COLUMNS[:3], "build_ms", *COLUMNS[3:]])

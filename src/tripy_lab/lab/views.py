@@ -1,0 +1,251 @@
+"""Pure view functions: stage data in, HTML / SVG / DataFrames out. No widgets, no kernel."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import RegexLexer, bygroups
+from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
+
+STALE_STYLE = "opacity:0.45;filter:grayscale(1)"
+
+
+class MlirLexer(RegexLexer):
+    """Enough MLIR for the tensorrt dialect: values, symbols, attributes, ops, types."""
+
+    name = "MLIR"
+    aliases = ["mlir"]
+    tokens = {
+        "root": [
+            (r"//.*?$", Comment.Single),
+            (r"\s+", Text),
+            (r'"(\\\\|\\"|[^"])*"', String),
+            (r"%[\w.$\-#]+", Name.Variable),
+            (r"@[\w.$\-]+", Name.Function),
+            (r"\^[\w\-]+", Name.Label),
+            (r"#[\w.$\-]+", Name.Constant),
+            (r"(tensor|memref|vector)(<)", bygroups(Keyword.Type, Punctuation)),
+            (r"\b(?:[fi]\d+|bf16|f8E4M3FN|index|ui\d+)\b", Keyword.Type),
+            (r"\b(?:[a-z_]+\.)+[a-z_]+\b", Name.Builtin),
+            (r"<k[A-Z0-9_]+>", Name.Attribute),
+            (r"\b(?:dense|dense_resource|array|loc|true|false)\b", Keyword),
+            (r"0x[0-9A-Fa-f]+", Number.Hex),
+            (r"-?\d+(\.\d+)?([eE][+-]?\d+)?", Number),
+            (r"[?x]", Keyword.Type),
+            (r"->|=|:", Operator),
+            (r"[(){}\[\]<>,]", Punctuation),
+            (r"\w+", Text),
+            (r".", Text),
+        ]
+    }
+
+
+# -- MLIR -------------------------------------------------------------------------------------------
+_ALIAS_DEF = re.compile(r"^(#[\w.$\-]+) = (.*)$")
+
+
+def inline_aliases(text: str, prefixes: tuple[str, ...] = ("#profile",)) -> str:
+    """Replace hoisted attribute aliases (``#profile1 = #tensorrt.shape_profile<...>``) by their value,
+    so each argument shows its own bounds inline; other aliases stay as printed."""
+    aliases: dict[str, str] = {}
+    kept: list[str] = []
+    for line in text.splitlines():
+        m = _ALIAS_DEF.match(line)
+        if m and m.group(1).startswith(prefixes):
+            aliases[m.group(1)] = m.group(2)
+        else:
+            kept.append(line)
+    if not aliases:
+        return text
+    # Longest first, and only whole names: #profile1 must not match inside #profile12.
+    pattern = re.compile(
+        "|".join(re.escape(a) for a in sorted(aliases, key=len, reverse=True)) + r"(?![\w$\-])"
+    )
+    out = "\n".join(pattern.sub(lambda m: aliases[m.group(0)], line) for line in kept)
+    return out.lstrip("\n") + ("\n" if text.endswith("\n") else "")
+
+
+def mlir_html(
+    text: str, highlight_lines: set[int] | frozenset[int] = frozenset(), linenos: bool = True
+) -> str:
+    """Highlighted MLIR with line numbers; ``highlight_lines`` (1-based) get a red background."""
+    formatter = HtmlFormatter(noclasses=True, nowrap=True, style="default")
+    body = highlight(text if text.endswith("\n") else text + "\n", MlirLexer(), formatter)
+    rows = body.rstrip("\n").split("\n")
+    width = len(str(len(rows)))
+    out = []
+    for i, row in enumerate(rows, start=1):
+        bg = "background:#fee2e2;" if i in highlight_lines else ""
+        num = f'<span style="color:#9ca3af;user-select:none">{i:>{width}} </span>' if linenos else ""
+        out.append(f'<div class="tripy-mlir-line" data-line="{i}" style="{bg}">{num}{row or " "}</div>')
+    return (
+        '<pre class="tripy-mlir" style="font-size:12px;line-height:1.35;margin:0;'
+        'white-space:pre;overflow-x:auto">' + "".join(out) + "</pre>"
+    )
+
+
+# -- graph ------------------------------------------------------------------------------------------
+def has_dot() -> bool:
+    return shutil.which("dot") is not None
+
+
+def add_node_ids(dot: str, op_names: list[str]) -> str:
+    """Give each op node ``id="op-%t5"`` (the crosswalk renderer and highlight use it)."""
+    wanted = set(op_names)
+
+    def fix(m: re.Match) -> str:
+        name = m.group(2)
+        if name not in wanted or "id=" in m.group(3)[:40]:
+            return m.group(0)
+        return f'{m.group(1)}[id="op-{name}", {m.group(3)}'
+
+    return re.sub(r'^(\s*"((?:[^"\\]|\\.)*)" )\[(.*)$', fix, dot, flags=re.M)
+
+
+def render_svg(dot: str) -> tuple[str | None, str]:
+    """(SVG or None, note). None when graphviz's ``dot`` is missing or fails: show the DOT text instead."""
+    if not has_dot():
+        return None, "Graphviz `dot` is not installed (apt-get install graphviz): showing the DOT text."
+    import graphviz
+
+    try:
+        svg = graphviz.Source(dot).pipe(format="svg", encoding="utf-8")
+    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError, OSError) as exc:
+        return None, f"Graphviz failed ({type(exc).__name__}): showing the DOT text."
+    # Drop the XML prolog and DOCTYPE: the SVG is embedded in HTML.
+    start = svg.find("<svg")
+    return svg[start:] if start >= 0 else svg, ""
+
+
+def graph_html(svg: str | None, dot: str, note: str = "") -> str:
+    if svg is not None:
+        return f'<div class="tripy-graph" style="overflow:auto;max-height:640px">{svg}</div>'
+    return (
+        f'<div class="tripy-graph"><p style="color:#92400e">{html.escape(note)}</p>'
+        f'<pre style="font-size:11px">{html.escape(dot)}</pre></div>'
+    )
+
+
+# -- tables -----------------------------------------------------------------------------------------
+def _shape(s) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in s) + "]"
+
+
+def layers_frame(layers):
+    """The engine's layer table: one row per LayerRecord."""
+    import pandas as pd
+
+    rows = [
+        {
+            "layer": ly.name,
+            "kind": ly.kind,
+            "source ops": " ".join(ly.source_ops),
+            "user lines": " ".join(ly.source_lines),
+            "shapes": " ".join(_shape(s) for s in ly.output_shapes),
+            "dtype": ",".join(ly.output_dtypes),
+            "kernel": ly.kernel,
+            "mlir ops": ",".join(str(i) for i in ly.mlir_ops),
+        }
+        for ly in layers
+    ]
+    columns = ["layer", "kind", "source ops", "user lines", "shapes", "dtype", "kernel", "mlir ops"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def frame_html(df, float_format: str = "{:.4g}") -> str:
+    styled = df.to_html(
+        index=False,
+        border=0,
+        classes="tripy-table",
+        escape=True,
+        float_format=lambda v: float_format.format(v),
+        na_rep="",
+    )
+    return f'<div style="overflow:auto;font-size:12px">{styled}</div>'
+
+
+def log_frame(events: list[dict]):
+    import pandas as pd
+
+    return pd.DataFrame(events, columns=["stage", "status", "ms", "detail"])
+
+
+def status_html(text: str, kind: str = "info") -> str:
+    colors = {"info": "#1d4ed8", "busy": "#b45309", "error": "#b91c1c", "ok": "#15803d", "stale": "#6b7280"}
+    style = f"color:{colors[kind]}"
+    return f'<span class="tripy-status tripy-status-{kind}" style="{style}">{html.escape(text)}</span>'
+
+
+def problems_html(problems) -> str:
+    if not problems:
+        return ""
+    items = "".join(f"<li>{html.escape(str(p))}</li>" for p in problems)
+    return f'<div class="tripy-problems" style="color:#b91c1c"><b>Invalid bounds</b><ul>{items}</ul></div>'
+
+
+def error_html(summary: str, details: list[str], location: str = "", op: str | None = None) -> str:
+    parts = [f'<div class="tripy-error" style="color:#b91c1c;font-weight:bold">{html.escape(summary)}</div>']
+    if details:
+        parts.append('<pre style="margin:4px 0">' + html.escape("\n".join(details)) + "</pre>")
+    if location:
+        parts.append('<pre style="background:#fef2f2;margin:4px 0">' + html.escape(location) + "</pre>")
+    if op:
+        parts.append(
+            f"<div>Failing op: <code>{html.escape(op)}</code> (highlighted in the Trace and MLIR tabs)</div>"
+        )
+    return "".join(parts)
+
+
+# -- plot -------------------------------------------------------------------------------------------
+def sweep_svg(
+    xs: list[float],
+    ys: list[float],
+    opt_x: float | None = None,
+    xlabel: str = "size",
+    ylabel: str = "median latency (ms)",
+    width: int = 480,
+    height: int = 260,
+) -> str:
+    """A small line plot as inline SVG (no matplotlib): latency vs. shape, opt marked."""
+    if not xs:
+        return "<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'></svg>"
+    left, right, top, bottom = 56, 16, 12, 40
+    x0, x1 = min(xs), max(xs)
+    y1 = max(ys) * 1.1 or 1.0
+    sx = lambda x: left + (x - x0) / ((x1 - x0) or 1) * (width - left - right)
+    sy = lambda y: top + (1 - y / y1) * (height - top - bottom)
+    pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys))
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='tripy-sweep' width='{width}' height='{height}' "
+        "font-family='sans-serif' font-size='11'>",
+        f"<line x1='{left}' y1='{height - bottom}' x2='{width - right}' y2='{height - bottom}' "
+        "stroke='#374151'/>",
+        f"<line x1='{left}' y1='{top}' x2='{left}' y2='{height - bottom}' stroke='#374151'/>",
+    ]
+    for k in range(5):
+        y = y1 * k / 4
+        parts.append(f"<text x='{left - 4}' y='{sy(y) + 4:.1f}' text-anchor='end'>{y:.3g}</text>")
+    for x in sorted(set(xs)):
+        parts.append(f"<text x='{sx(x):.1f}' y='{height - bottom + 14}' text-anchor='middle'>{x:g}</text>")
+    if opt_x is not None:
+        parts.append(
+            f"<line x1='{sx(opt_x):.1f}' y1='{top}' x2='{sx(opt_x):.1f}' y2='{height - bottom}' "
+            "stroke='#dc2626' stroke-dasharray='4 3'/>"
+        )
+        parts.append(f"<text x='{sx(opt_x) + 3:.1f}' y='{top + 10}' fill='#dc2626'>opt</text>")
+    parts.append(f"<polyline points='{pts}' fill='none' stroke='#2563eb' stroke-width='2'/>")
+    parts += [f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='#2563eb'/>" for x, y in zip(xs, ys)]
+    parts.append(
+        f"<text x='{(left + width - right) / 2}' y='{height - 6}' text-anchor='middle'>"
+        f"{html.escape(xlabel)}</text>"
+    )
+    parts.append(
+        f"<text x='12' y='{(top + height - bottom) / 2}' text-anchor='middle' "
+        f"transform='rotate(-90 12 {(top + height - bottom) / 2})'>{html.escape(ylabel)}</text>"
+    )
+    parts.append("</svg>")
+    return "".join(parts)

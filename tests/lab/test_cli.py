@@ -1,0 +1,38 @@
+"""The tripy-lab command: finds notebooks/ and starts JupyterLab on it."""
+
+import sys
+
+from tripy_lab.lab import cli
+
+
+def test_print_command_opens_the_quickstart(tmp_path, capsys):
+    nb = tmp_path / "notebooks"
+    nb.mkdir()
+    (nb / cli.QUICKSTART).write_text("{}")
+    assert cli.main(["--notebooks", str(nb), "--print-command", "--no-browser", "--port", "8899"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(sys.executable) and "-m jupyterlab" in out
+    assert f"--ServerApp.root_dir={nb}" in out and "--LabApp.default_url=/lab/tree/01-quickstart.ipynb" in out
+    assert "--port=8899" in out and "--no-browser" in out
+
+
+def test_finds_notebooks_in_a_parent(tmp_path, monkeypatch):
+    (tmp_path / "notebooks").mkdir()
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert cli.find_notebooks(deep) == tmp_path / "notebooks"
+
+
+def test_repo_notebooks_found_from_anywhere(tmp_path):
+    found = cli.find_notebooks(tmp_path)
+    assert found is not None and (found / cli.QUICKSTART).exists()
+
+
+def test_missing_folder_is_an_error(tmp_path, capsys):
+    assert cli.main(["--notebooks", str(tmp_path / "nope")]) == 2
+    assert "no notebooks/" in capsys.readouterr().err
+
+
+def test_extra_arguments_pass_through(tmp_path, capsys):
+    assert cli.main(["--notebooks", str(tmp_path), "--print-command", "--ServerApp.token=x"]) == 0
+    assert "--ServerApp.token=x" in capsys.readouterr().out
