@@ -1,0 +1,24 @@
+"""Global settings (``tp.config``). Module attributes, like nvtripy's ``nvtripy.config``."""
+
+import os
+import tempfile
+
+# TensorRT timing cache; the xla engine keeps its persistent compilation cache next to it.
+timing_cache_file_path: str = os.path.join(tempfile.gettempdir(), "tripy-cache")
+# Directory for the xla engine's persistent compilation cache (None: "<timing cache>-xla").
+compilation_cache_dir: str | None = None
+# Check dtype contracts of ops.
+enable_input_validation: bool = True
+extra_error_information: list[str] = [
+    s for s in os.environ.get("TRIPY_EXTRA_ERROR_INFORMATION", "").split(",") if s
+]
+# Engine used by compile() and eval(): None picks tensorrt > xla > reference by what is installed.
+engine: str | None = os.environ.get("TRIPY_LAB_ENGINE") or None
+# Non-splat constants with more elements than this print as dense_resource<__elided__> for people.
+elide_constants_above: int = 32
+
+
+def xla_cache_dir() -> str:
+    return compilation_cache_dir or (timing_cache_file_path.rstrip("/") + "-xla")
+# Constants with more elements than this are held as dense_resource blobs, not inline in the IR.
+inline_constant_limit: int = 1024

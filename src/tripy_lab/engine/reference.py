@@ -1,0 +1,342 @@
+"""The reference engine: a numpy interpreter of the tensorrt-dialect ops. The MLIR is what runs.
+
+It is the test oracle for the other engines, so each entry is the plain meaning of the op.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+
+from tripy_lab.core import dtypes
+from tripy_lab.core.arrays import to_host
+from tripy_lab.core.errors import TripyException
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+from tripy_lab.mlir.dialect import attr_value
+
+
+def np_dtype(tensor_type) -> np.dtype:
+    return dtypes.to_numpy(dtypes.BY_MLIR[str(tensor_type.element_type)])
+
+
+def _result_dtype(op, i: int = 0) -> np.dtype:
+    return np_dtype(op.results[i].type)
+
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+_ELEMENT_WISE: dict[str, Callable] = {
+    "kSUM": np.add, "kSUB": np.subtract, "kPROD": np.multiply, "kMAX": np.maximum, "kMIN": np.minimum,
+    "kPOW": np.power, "kAND": np.logical_and, "kOR": np.logical_or, "kXOR": np.logical_xor,
+    "kEQUAL": np.equal, "kGREATER": np.greater, "kLESS": np.less,
+}
+
+
+def _element_wise(op, a, b):
+    kind = attr_value(op, "elementwiseOperation")
+    out_dt = _result_dtype(op)
+    if kind == "kDIV":
+        # TensorRT integer division truncates toward zero.
+        res = np.trunc(np.true_divide(a, b)) if a.dtype.kind in "iu" else np.true_divide(a, b)
+    elif kind == "kFLOOR_DIV":
+        res = np.floor_divide(a, b) if a.dtype.kind in "iu" else np.floor(np.true_divide(a, b))
+    else:
+        res = _ELEMENT_WISE[kind](a, b)
+    return np.asarray(res).astype(out_dt)
+
+
+_UNARY: dict[str, Callable] = {
+    "kEXP": np.exp, "kLOG": np.log, "kSQRT": np.sqrt, "kRECIP": lambda x: 1 / x, "kABS": np.abs,
+    "kNEG": np.negative, "kSIN": np.sin, "kCOS": np.cos, "kTAN": np.tan, "kSINH": np.sinh, "kCOSH": np.cosh,
+    "kASIN": np.arcsin, "kACOS": np.arccos, "kATAN": np.arctan, "kASINH": np.arcsinh, "kACOSH": np.arccosh,
+    "kATANH": np.arctanh, "kCEIL": np.ceil, "kFLOOR": np.floor, "kERF": _erf, "kNOT": np.logical_not,
+    "kSIGN": np.sign, "kROUND": np.round,
+}
+
+
+def _unary(op, x):
+    with np.errstate(all="ignore"):
+        return np.asarray(_UNARY[attr_value(op, "unaryOperation")](x)).astype(_result_dtype(op))
+
+
+def _activation(op, x):
+    kind = attr_value(op, "activationType")
+    xf = x.astype(np.float64)
+    alpha = attr_value(op, "alpha")
+    beta = attr_value(op, "beta")
+    fns = {
+        "kRELU": lambda: np.maximum(xf, 0), "kSIGMOID": lambda: 1 / (1 + np.exp(-xf)), "kTANH": lambda: np.tanh(xf),
+        "kGELU_ERF": lambda: 0.5 * xf * (1 + _erf(xf / math.sqrt(2))),
+        "kGELU_TANH": lambda: 0.5 * xf * (1 + np.tanh(math.sqrt(2 / math.pi) * (xf + 0.044715 * xf**3))),
+        "kLEAKY_RELU": lambda: np.where(xf >= 0, xf, alpha * xf), "kCLIP": lambda: np.clip(xf, alpha, beta),
+        "kSOFTSIGN": lambda: xf / (1 + np.abs(xf)), "kSOFTPLUS": lambda: alpha * np.log1p(np.exp(beta * xf)),
+        "kELU": lambda: np.where(xf >= 0, xf, alpha * (np.exp(xf) - 1)),
+        "kSELU": lambda: beta * np.where(xf >= 0, xf, alpha * (np.exp(xf) - 1)),
+        "kHARD_SIGMOID": lambda: np.clip(alpha * xf + beta, 0, 1),
+        "kSCALED_TANH": lambda: alpha * np.tanh(beta * xf),
+        "kTHRESHOLDED_RELU": lambda: np.where(xf > alpha, xf, 0),
+    }
+    with np.errstate(over="ignore"):
+        return fns[kind]().astype(x.dtype)
+
+
+def _matmul(op, a, b):
+    if attr_value(op, "op0") == "kTRANSPOSE":
+        a = np.swapaxes(a, -1, -2)
+    if attr_value(op, "op1") == "kTRANSPOSE":
+        b = np.swapaxes(b, -1, -2)
+    wide = np.float32 if a.dtype != np.float64 else np.float64
+    return np.matmul(a.astype(wide), b.astype(wide)).astype(_result_dtype(op))
+
+
+def _reduce(op, x):
+    kind = attr_value(op, "reduceOperation")
+    axes = tuple(attr_value(op, "reduceAxes"))
+    keep = bool(attr_value(op, "keepDimensions"))
+    fn = {"kSUM": np.sum, "kPROD": np.prod, "kMAX": np.max, "kMIN": np.min, "kAVG": np.mean}[kind]
+    acc = x.astype(np.float32) if x.dtype.kind == "f" or x.dtype == ml_dtypes.bfloat16 else x
+    res = fn(acc, axis=axes, keepdims=keep)
+    if kind == "kAVG" and x.dtype.kind in "iu":
+        res = np.trunc(res)
+    return np.asarray(res).astype(_result_dtype(op))
+
+
+def _softmax(op, x):
+    axis = attr_value(op, "axis")
+    xf = x.astype(np.float32)
+    e = np.exp(xf - np.max(xf, axis=axis, keepdims=True))
+    return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)
+
+
+def _static_or(op, env_vals, name):
+    val = getattr(op, name, None)
+    if val is not None:
+        return [int(v) for v in env_vals[val].reshape(-1)]
+    return list(attr_value(op, "static_" + name))
+
+
+def _slice(op, x, env):
+    start = _static_or(op, env, "start")
+    size = _static_or(op, env, "size")
+    stride = _static_or(op, env, "stride")
+    mode = attr_value(op, "mode") or "kDEFAULT"
+    idx = [np.asarray(s) + np.arange(n) * st for s, n, st in zip(start, size, stride)]
+    grids = np.ix_(*idx) if idx else ()
+    if mode == "kDEFAULT":
+        for d, ix in enumerate(idx):
+            if ix.size and (ix.min() < 0 or ix.max() >= x.shape[d]):
+                raise TripyException("Slice reads out of bounds.",
+                                     [f"Dim {d}: indices {ix.min()}..{ix.max()} for size {x.shape[d]}."])
+        return x[grids] if idx else x.copy()
+    if mode == "kWRAP":
+        return x[np.ix_(*[ix % x.shape[d] for d, ix in enumerate(idx)])]
+    if mode == "kCLAMP":
+        return x[np.ix_(*[np.clip(ix, 0, x.shape[d] - 1) for d, ix in enumerate(idx)])]
+    if mode == "kREFLECT":
+        def reflect(ix, n):
+            period = 2 * (n - 1) if n > 1 else 1
+            ix = np.abs(ix) % period
+            return np.where(ix >= n, period - ix, ix)
+        return x[np.ix_(*[reflect(ix, x.shape[d]) for d, ix in enumerate(idx)])]
+    if mode == "kFILL":
+        fill = env[op.fill].reshape(()) if getattr(op, "fill", None) is not None else 0
+        inside = np.ones([len(i) for i in idx], dtype=bool)
+        clipped = []
+        for d, ix in enumerate(idx):
+            ok = (ix >= 0) & (ix < x.shape[d])
+            shape = [1] * len(idx)
+            shape[d] = len(ix)
+            inside &= ok.reshape(shape)
+            clipped.append(np.clip(ix, 0, max(x.shape[d] - 1, 0)))
+        vals = x[np.ix_(*clipped)] if x.size else np.zeros(inside.shape, x.dtype)
+        return np.where(inside, vals, np.asarray(fill, dtype=x.dtype)).astype(x.dtype)
+    raise TripyException(f"Unsupported slice mode: {mode}.")
+
+
+def _reshape(op, x, env):
+    shape_val = getattr(op, "shape", None)
+    if shape_val is not None:
+        target = tuple(int(v) for v in env[shape_val].reshape(-1))
+    else:
+        target = tuple(-1 if d < 0 else d for d in op.results[0].type.get_shape())
+    if math.prod(target) != x.size and -1 not in target:
+        raise TripyException("Reshape volume mismatch at run time.",
+                             [f"Input shape {x.shape} cannot become {target}."])
+    return x.reshape(target)
+
+
+def _broadcast(op, x, env):
+    dims = list(attr_value(op, "broadcast_dims"))
+    shape_val = getattr(op, "shape", None)
+    if shape_val is not None:
+        target = tuple(int(v) for v in env[shape_val].reshape(-1))
+    else:
+        target = tuple(op.results[0].type.get_shape())
+    expanded = [1] * len(target)
+    for i, d in enumerate(dims):
+        expanded[d] = x.shape[i]
+    try:
+        return np.broadcast_to(x.reshape(expanded), target).copy()
+    except ValueError:
+        raise TripyException("Broadcast shapes do not match at run time.",
+                             [f"Input shape {x.shape} cannot broadcast to {target}."]) from None
+
+
+def _linspace(op, env):
+    shape_val = getattr(op, "shape", None)
+    if shape_val is not None:
+        shape = tuple(int(v) for v in env[shape_val].reshape(-1))
+    else:
+        shape = tuple(op.results[0].type.get_shape())
+    start_v = getattr(op, "start", None)
+    step_v = getattr(op, "step", None)
+    start = env[start_v].reshape(()) if start_v is not None else attr_value(op, "static_start")
+    step = env[step_v].reshape(-1) if step_v is not None else np.full(len(shape), attr_value(op, "static_step"))
+    coords = np.indices(shape) if shape else np.zeros((0,))
+    res = start + np.tensordot(step, coords, axes=(0, 0)) if shape else np.asarray(start)
+    return np.asarray(res).astype(_result_dtype(op))
+
+
+def _normalization(op, x, scale, bias):
+    axes = tuple(attr_value(op, "axis"))
+    eps = attr_value(op, "eps")
+    eps = 1e-5 if eps is None else eps
+    xf = x.astype(np.float32)
+    mean = xf.mean(axis=axes, keepdims=True)
+    var = ((xf - mean) ** 2).mean(axis=axes, keepdims=True)
+    return ((xf - mean) / np.sqrt(var + eps) * scale.astype(np.float32) + bias.astype(np.float32)).astype(x.dtype)
+
+
+def _gather(op, data, idx):
+    axis = attr_value(op, "axis")
+    n = data.shape[axis]
+    idx = np.where(idx < 0, idx + n, idx)
+    ok = (idx >= 0) & (idx < n)
+    res = np.take(data, np.where(ok, idx, 0), axis=axis)
+    mask = ok.reshape((1,) * axis + ok.shape + (1,) * (data.ndim - axis - 1))
+    return np.where(mask, res, np.zeros((), data.dtype)).astype(data.dtype)
+
+
+def _top_k(op, x):
+    k = attr_value(op, "k")
+    axis = attr_value(op, "axis")
+    kind = attr_value(op, "topkOperation")
+    keys = -x.astype(np.float64) if kind == "kMAX" else x.astype(np.float64)
+    order = np.argsort(keys, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)]
+
+
+def _constant(op, program):
+    return program.constant_value(op)
+
+
+# Each entry: (op, operand arrays, env, program) -> one array or a list for multi-result ops.
+TABLE: dict[str, Callable] = {
+    "tensorrt.constant": lambda op, a, env, prog: _constant(op, prog),
+    "tensorrt.element_wise": lambda op, a, env, prog: _element_wise(op, a[0], a[1]),
+    "tensorrt.unary": lambda op, a, env, prog: _unary(op, a[0]),
+    "tensorrt.activation": lambda op, a, env, prog: _activation(op, a[0]),
+    "tensorrt.matrix_multiply": lambda op, a, env, prog: _matmul(op, a[0], a[1]),
+    "tensorrt.reduce": lambda op, a, env, prog: _reduce(op, a[0]),
+    "tensorrt.softmax": lambda op, a, env, prog: _softmax(op, a[0]),
+    "tensorrt.slice": lambda op, a, env, prog: _slice(op, a[0], env),
+    "tensorrt.reshape": lambda op, a, env, prog: _reshape(op, a[0], env),
+    "tensorrt.transpose": lambda op, a, env, prog: np.transpose(a[0], attr_value(op, "permutation")).copy(),
+    "tensorrt.broadcast": lambda op, a, env, prog: _broadcast(op, a[0], env),
+    "tensorrt.concatenation": lambda op, a, env, prog: np.concatenate(a, axis=attr_value(op, "axis")),
+    "tensorrt.gather": lambda op, a, env, prog: _gather(op, a[0], a[1]),
+    "tensorrt.select": lambda op, a, env, prog: np.where(a[0], a[1], a[2]).astype(a[1].dtype),
+    "tensorrt.cast": lambda op, a, env, prog: _cast(a[0], _result_dtype(op)),
+    "tensorrt.identity": lambda op, a, env, prog: _cast(a[0], _result_dtype(op)),
+    "tensorrt.shape": lambda op, a, env, prog: np.asarray(a[0].shape, dtype=np.int32),
+    "tensorrt.collapse_rank": lambda op, a, env, prog: a[0].reshape(_static_shape(op, a[0])),
+    "tensorrt.expand_rank": lambda op, a, env, prog: a[0].reshape(_static_shape(op, a[0])),
+    "tensorrt.linspace": lambda op, a, env, prog: _linspace(op, env),
+    "tensorrt.normalization": lambda op, a, env, prog: _normalization(op, a[0], a[1], a[2]),
+    "tensorrt.top_k": lambda op, a, env, prog: _top_k(op, a[0]),
+}
+
+
+def _cast(x, dt):
+    if dt == np.bool_:
+        return x != 0
+    if x.dtype.kind == "f" and np.dtype(dt).kind in "iu":
+        return np.trunc(x.astype(np.float64)).astype(dt)
+    return x.astype(dt)
+
+
+def _static_shape(op, x):
+    """Result shape of a rank change that only adds/drops unit dims (dynamic dims kept in order)."""
+    dims = list(op.results[0].type.get_shape())
+    non_unit = [d for d in x.shape if d != 1]
+    out, it = [], iter(non_unit)
+    for d in dims:
+        out.append(1 if d == 1 else next(it))
+    return tuple(out)
+
+
+class ReferenceCompiled(CompiledEngine):
+    def __init__(self, program, report: BuildReport):
+        self.program = program
+        self.report = report
+        self._ops = program.ops()
+        self._layers = [self._layer(i, op) for i, op in enumerate(self._ops)]
+
+    def _layer(self, i: int, op) -> LayerRecord:
+        origin = self.program.origin_of(op)
+        shapes = tuple(tuple(None if d < 0 else d for d in r.type.get_shape()) for r in op.results)
+        elem = tuple(dtypes.BY_MLIR[str(r.type.element_type)].name for r in op.results)
+        return LayerRecord(name=f"{op.name.removeprefix('tensorrt.')}_{i}", kind=op.name.removeprefix("tensorrt."),
+                           source_ops=(origin.trace_op,) if origin else (), source_lines=(origin.line,) if origin and origin.line else (),
+                           output_shapes=shapes, output_dtypes=elem, kernel="numpy", mlir_ops=(i,))
+
+    @property
+    def layers(self) -> list[LayerRecord]:
+        return self._layers
+
+    def run(self, args: Sequence) -> list[np.ndarray]:
+        main = self.program.main()
+        env: dict = {}
+        for arg, value in zip(main.body.block.args, args):
+            env[arg] = to_host(value)
+        for op in self._ops:
+            try:
+                out = TABLE[op.name](op, [env[v] for v in op.operands], env, self.program)
+            except TripyException:
+                raise
+            except Exception as exc:  # numpy's own error: name the MLIR op and its origin
+                origin = self.program.origin_of(op)
+                raise TripyException(f"Reference engine failed in '{op.name}': {exc}",
+                                     [f"Trace op: {origin.text}" if origin else ""],
+                                     origin.location if origin else None) from exc
+            outs = out if isinstance(out, list) else [out]
+            for res, val in zip(op.results, outs):
+                env[res] = np.asarray(val)
+        ret = main.body.block.last_op
+        return [env[v] for v in ret.operands]
+
+
+class ReferenceEngine(Engine):
+    name = "reference"
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        return True, "numpy interpreter, always available"
+
+    def build(self, program, options: BuildOptions) -> CompiledEngine:
+        start = time.perf_counter()
+        missing = sorted({op.name for op in program.ops() if op.name not in TABLE})
+        if missing:
+            raise TripyException("The reference engine cannot run these ops.", [", ".join(missing)])
+        report = BuildReport(engine=self.name, device="cpu",
+                             cache={"timing_cache": "none (the reference engine has no cache)"})
+        report.notes.append(f"optimization_level={options.optimization_level} (no effect: the interpreter does "
+                            f"no optimization); validated in {time.perf_counter() - start:.4f}s")
+        return ReferenceCompiled(program, report)

@@ -1,0 +1,158 @@
+"""Executable: a built engine plus the checks every call makes on its arguments."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tripy_lab.core import dtypes
+from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+from tripy_lab.core.errors import raise_error
+from tripy_lab.engine.base import CompiledEngine
+from tripy_lab.executable.stream import Stream, default_stream
+from tripy_lab.frontend.tensor import DimensionSize, Tensor
+
+
+def _arg_array(name: str, value) -> Any:
+    """The array behind an argument: a Tensor's data, or any numpy/DLPack array passed directly."""
+    if isinstance(value, Tensor):
+        if not value._is_evaluated():
+            raise_error(f"Tensor `{name}` is not evaluated.", ["Hint: call `.eval()` on it before passing it in."])
+        return value._data()
+    if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
+        return value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return np.asarray(value, dtype=np.int32)
+    raise_error(f"Invalid argument for parameter: '{name}'.",
+                [f"Expected a tripy Tensor or an array (numpy, cupy, torch, jax), but got: {type(value).__name__}."])
+
+
+def _dtype_of(array) -> dtypes.dtype:
+    return dtypes.from_numpy(np.dtype(getattr(array, "dtype", np.asarray(array).dtype)))
+
+
+class Executable:
+    """A compiled function. Call it with Tensors (or arrays) for the runtime parameters only."""
+
+    def __init__(self, compiled: CompiledEngine, program, return_single: bool, stages: dict | None = None,
+                 optimization_level: int = 3):
+        self._compiled = compiled
+        self.optimization_level = optimization_level
+        self._program = program
+        self._arg_names: list[str] = list(program.arg_names)
+        self.input_infos: dict[str, InputInfo | DimensionInputInfo] = dict(program.input_infos)
+        self._return_single = return_single
+        self.stages: dict[str, Any] = stages or {}
+        self.stream: Stream = default_stream()
+        params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Tensor)
+                  for n in self._arg_names]
+        ret = Tensor if return_single else tuple[Tensor, ...]
+        self.__signature__ = inspect.Signature(params, return_annotation=ret)
+
+    @property
+    def engine(self) -> str:
+        return self._compiled.report.engine
+
+    @property
+    def layers(self):
+        return self._compiled.layers
+
+    def __str__(self) -> str:
+        args = ", ".join(f"{n}: Tensor" for n in self._arg_names)
+        ret = "Tensor" if self._return_single else "Tuple[Tensor, ...]"
+        return f"Executable({args}) -> {ret}"
+
+    __repr__ = __str__
+
+    def _bind(self, args: Sequence, kwargs: dict) -> list:
+        if len(args) > len(self._arg_names):
+            raise_error("Incorrect number of arguments.",
+                        [f"Expected {len(self._arg_names)} ({', '.join(self._arg_names)}), but got {len(args)}."])
+        values = dict(zip(self._arg_names, args))
+        extra = [k for k in kwargs if k not in self._arg_names or k in values]
+        if extra:
+            raise_error(f"Extra keyword arguments: {extra}",
+                        [f"Parameters are: {', '.join(self._arg_names)}."])
+        values.update(kwargs)
+        missing = [n for n in self._arg_names if n not in values]
+        if missing:
+            raise_error(f"Missing argument: {', '.join(missing)}", [f"Signature: {self}"])
+        return [values[n] for n in self._arg_names]
+
+    def _check(self, name: str, info, array) -> None:
+        if isinstance(info, DimensionInputInfo):
+            shape = tuple(getattr(array, "shape", ()))
+            if shape != ():
+                raise_error("Unexpected tensor rank.", [f"For parameter {name}, expected a scalar DimensionSize, "
+                                                        f"but got shape {shape}."])
+            value = int(np.asarray(array))
+            lo, hi = info.value_bounds.min[0], info.value_bounds.max[0]
+            if not lo <= value <= hi:
+                raise_error("Unexpected DimensionSize value.",
+                            [f"For parameter {name}, value {value} is outside the bounds [{lo}, {hi}] "
+                             f"({info})."])
+            return
+        got = _dtype_of(array)
+        if got is not info.dtype:
+            raise_error("Unexpected tensor data type.",
+                        [f"For parameter {name}, expected data type: {info.dtype} but got: {got}."])
+        shape = tuple(int(d) for d in array.shape)
+        if len(shape) != info.rank:
+            raise_error("Unexpected tensor rank.",
+                        [f"For parameter {name}, expected a rank of {info.rank} but got: {len(shape)} "
+                         f"(shape {shape})."])
+        b = info.shape_bounds
+        for i, (d, lo, hi) in enumerate(zip(shape, b.min, b.max)):
+            if not lo <= d <= hi:
+                raise_error("Unexpected tensor shape.",
+                            [f"For parameter {name}, dimension {i} has size {d}, outside the bounds "
+                             f"[{lo}, {hi}] (min={b.min}, max={b.max}); got shape {shape}."])
+
+    def _check_named_dims(self, arrays: dict[str, Any]) -> None:
+        seen: dict[str, tuple[str, int, int]] = {}
+        for name, info in self.input_infos.items():
+            if not isinstance(info, InputInfo):
+                continue
+            for i, dim_name in info.dimension_names.items():
+                size = int(arrays[name].shape[i])
+                if dim_name in seen and seen[dim_name][2] != size:
+                    other, j, other_size = seen[dim_name]
+                    raise_error(f"Mismatched sizes for named dimension '{dim_name}'.",
+                                [f"Parameter {other} dim {j} has size {other_size} but parameter {name} dim {i} "
+                                 f"has size {size}; all dims named '{dim_name}' must be equal."])
+                seen.setdefault(dim_name, (name, i, size))
+
+    def __call__(self, *args, **kwargs):
+        values = self._bind(args, kwargs)
+        arrays = {}
+        for name, value in zip(self._arg_names, values):
+            info = self.input_infos[name]
+            if isinstance(info, DimensionInputInfo) and isinstance(value, DimensionSize):
+                value = value.eval()
+            array = _arg_array(name, value)
+            self._check(name, info, array)
+            arrays[name] = array
+        self._check_named_dims(arrays)
+        run_args = [np.asarray(arrays[n], dtype=np.int32) if isinstance(self.input_infos[n], DimensionInputInfo)
+                    else arrays[n] for n in self._arg_names]
+        outputs = self._compiled.run(run_args)
+        tensors = tuple(Tensor(o) for o in outputs)
+        return tensors[0] if self._return_single else tensors
+
+    def synchronize(self) -> None:
+        self._compiled.synchronize()
+
+    def save(self, path: str) -> None:
+        """Write the program and metadata as JSON; ``Executable.load(path)`` rebuilds it."""
+        from tripy_lab.executable import serialize
+
+        serialize.save(self, path)
+
+    @staticmethod
+    def load(path: str, engine: str | None = None) -> Executable:
+        from tripy_lab.executable import serialize
+
+        return serialize.load(path, engine)

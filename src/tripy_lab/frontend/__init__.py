@@ -1,0 +1,8 @@
+"""Tripy-compatible frontend: Tensor, DimensionSize, ops, Modules. Builds trace ops; never runs them."""
+
+from tripy_lab.frontend import ops
+from tripy_lab.frontend.modules import Embedding, LayerNorm, Linear, Module, Sequential
+from tripy_lab.frontend.tensor import DimensionSize, Tensor, set_evaluator
+
+__all__ = ["DimensionSize", "Embedding", "LayerNorm", "Linear", "Module", "Sequential", "Tensor", "ops",
+           "set_evaluator"]

@@ -1,0 +1,67 @@
+"""Making trace ops from the frontend: locations, shape-value folding, wrapping results."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tripy_lab.core import dtypes
+from tripy_lab.core.source import user_location
+from tripy_lab.frontend.tensor import Tensor, constant, wrap
+from tripy_lab.trace import TraceTensor, apply
+
+# Shape arithmetic on known values is folded at trace time, so static shapes stay constants.
+_FOLD = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "floor_div": np.floor_divide,
+    "div": lambda a, b: np.trunc(a / b).astype(a.dtype),
+    "maximum": np.maximum, "minimum": np.minimum,
+}
+
+
+def _fold(kind: str, ins: list[TraceTensor], params: dict):
+    values = [t.value for t in ins]
+    if kind in _FOLD:
+        return _FOLD[kind](*values).astype(np.int32)
+    if kind == "concatenate":
+        return np.concatenate([v.reshape(-1) for v in values]).astype(np.int32)
+    if kind == "reshape":
+        return values[0].reshape(tuple(int(v) for v in values[1]))
+    return None
+
+
+def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = None) -> list[Tensor]:
+    """Record one op; returns its outputs as Tensors (DimensionSize for 0-d shape values)."""
+    ins = [t.trace_tensor if isinstance(t, Tensor) else t for t in inputs]
+    params = params or {}
+    loc = user_location()
+    shape_values = bool(ins) and all(t.is_shape for t in ins)
+    if shape_values and all(t.value is not None for t in ins):
+        folded = _fold(kind, ins, params)
+        if folded is not None:
+            tt = constant(folded, dtypes.int32, loc, value=folded)
+            tt.is_shape = True
+            return [wrap(tt)]
+    if shape_values and len(ins) == 2 and ins[1].value is not None and ins[1].value.size == 1:
+        # x + 0, x - 0, x * 1, x // 1 on shape values: no op needed.
+        identity = {"add": 0, "sub": 0, "mul": 1, "floor_div": 1, "div": 1}.get(kind)
+        if identity is not None and int(ins[1].value) == identity and ins[0].shape == ins[1].shape:
+            return [wrap(ins[0])]
+    outs = apply(kind, ins, params, loc)
+    for out in outs:
+        out.is_shape = (shape_values or kind in ("shape", "get_dim")) and out.dtype is dtypes.int32 and out.rank <= 1
+    return [wrap(o) for o in outs]
+
+
+def make1(kind: str, inputs, params: dict | None = None) -> Tensor:
+    return make(kind, inputs, params)[0]
+
+
+def shape_constant(values) -> Tensor:
+    array = np.asarray(values, dtype=np.int32).reshape(-1)
+    tt = constant(array, dtypes.int32, user_location(), value=array)
+    tt.is_shape = True
+    return wrap(tt)
+
+
+def scalar_constant(value, dt: dtypes.dtype) -> Tensor:
+    array = np.asarray(value, dtype=dtypes.to_numpy(dt))
+    return wrap(constant(array, dt, user_location()))

@@ -1,0 +1,98 @@
+"""Argument checks shared by the ops: dtype contracts, dims, scalar operands."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tripy_lab.core import config, dtypes
+from tripy_lab.core.errors import raise_error
+from tripy_lab.frontend.tensor import DimensionSize, Tensor
+
+D = dtypes
+FLOAT = (D.float32, D.float16, D.bfloat16)
+NUMERIC = (D.float32, D.float16, D.bfloat16, D.int8, D.int32, D.int64)
+NUMERIC_B = NUMERIC + (D.bool,)
+ALL9 = D.ALL
+
+
+def names(allowed) -> str:
+    return ", ".join(d.name for d in allowed)
+
+
+def check_tensor(fn: str, param: str, value) -> Tensor:
+    if not isinstance(value, Tensor):
+        raise_error(f"Could not find an implementation for function: '{fn}'.",
+                    [f"For parameter: '{param}', expected an instance of type: 'Tensor' "
+                     f"but got argument of type: '{type(value).__name__}'."])
+    return value
+
+
+def check_dtype(fn: str, param: str, t: Tensor, allowed) -> None:
+    if config.enable_input_validation and t.dtype not in allowed:
+        raise_error(f"Invalid inputs for function: '{fn}'.",
+                    [f"Expected: '{param}' to have one of the data types: [{names(allowed)}], "
+                     f"but got: {t.dtype}."])
+
+
+def check_same_dtype(fn: str, params: Sequence[str], tensors: Sequence[Tensor]) -> None:
+    first = tensors[0].dtype
+    for p, t in zip(params[1:], tensors[1:]):
+        if config.enable_input_validation and t.dtype is not first:
+            raise_error(f"Invalid inputs for function: '{fn}'.",
+                        [f"Expected: '{params[0]}' and '{p}' to have the same data type, "
+                         f"but got: {first} and {t.dtype}."])
+
+
+def check_int(fn: str, param: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise_error(f"Could not find an implementation for function: '{fn}'.",
+                    [f"For parameter: '{param}', expected an instance of type: 'int' "
+                     f"but got argument of type: '{type(value).__name__}'."])
+    return int(value)
+
+
+def norm_dim(fn: str, dim, rank: int, param: str = "dim") -> int:
+    dim = check_int(fn, param, dim)
+    if not -rank <= dim < rank:
+        raise_error("Dimension argument is out of bounds.",
+                    [f"For parameter: '{param}' of '{fn}', expected a value in [{-rank}, {rank}), but got: {dim}."])
+    return dim % rank
+
+
+def norm_dims(fn: str, dims, rank: int) -> list[int]:
+    if dims is None:
+        return list(range(rank))
+    seq = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    out = [norm_dim(fn, d, rank) for d in seq]
+    if len(set(out)) != len(out):
+        raise_error("Each dimension may only be specified once.", [f"Got dims: {seq}."])
+    return out
+
+
+def operand(fn: str, param: str, value, like: dtypes.dtype) -> Tensor:
+    """A Tensor for ``value``; Python scalars take the dtype ``like`` (lossy casts are refused)."""
+    from tripy_lab.frontend.build import scalar_constant
+
+    if isinstance(value, Tensor):
+        if isinstance(value, DimensionSize) and like is not D.int32 and value.dtype is not like:
+            from tripy_lab.frontend import ops_math
+
+            return ops_math.cast(value, like)
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return scalar_constant(value, like)
+    if isinstance(value, (int, np.integer)):
+        if like is D.bool:
+            raise_error(f"Refusing to automatically cast 'int32' argument to '{like}'.",
+                        [f"For parameter: '{param}' of '{fn}', got: {value!r}."])
+        return scalar_constant(value, like)
+    if isinstance(value, (float, np.floating)):
+        if like not in (D.float32, D.float16, D.bfloat16, D.float8):
+            raise_error(f"Refusing to automatically cast 'float32' argument to '{like}'.",
+                        [f"For parameter: '{param}' of '{fn}', got: {value!r}."])
+        return scalar_constant(value, like)
+    raise_error(f"Could not find an implementation for function: '{fn}'.",
+                [f"For parameter: '{param}', expected a Tensor or a Python number "
+                 f"but got argument of type: '{type(value).__name__}'."])

@@ -1,0 +1,225 @@
+"""tp.Module and the layers: Linear, LayerNorm, Embedding, Sequential."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+
+from tripy_lab.core import dtypes as D
+from tripy_lab.core.errors import raise_error
+from tripy_lab.frontend import ops_init, ops_math, ops_shape
+from tripy_lab.frontend.build import make1
+from tripy_lab.frontend.tensor import Tensor
+
+
+class DefaultParameter:
+    """A required parameter not set yet: has a shape and dtype, is not a Tensor."""
+
+    optional = False
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
+
+
+class OptionalParameter(DefaultParameter):
+    optional = True
+
+
+_PARAM_TYPES = (Tensor, DefaultParameter)
+
+
+class Module:
+    """Base class: parameters and child modules are registered by attribute assignment."""
+
+    def __init__(self):
+        self.__signature__ = inspect.signature(self.forward)
+
+    def __setattr__(self, name: str, value) -> None:
+        current = self.__dict__.get(name)
+        if isinstance(current, _PARAM_TYPES) and not isinstance(value, (Tensor, DefaultParameter)):
+            raise_error("Unrecognized type for module parameter.",
+                        [f"For parameter: {name}, expected a Tensor but got: {type(value).__name__}."])
+        if isinstance(current, _PARAM_TYPES) and isinstance(value, Tensor):
+            _check_compatible(name, current, value)
+        object.__setattr__(self, name, value)
+
+    def _items(self) -> Iterator[tuple[str, object]]:
+        for name, value in vars(self).items():
+            if name.startswith("_") or name == "__signature__":
+                continue
+            if isinstance(value, (list, tuple)):
+                yield from ((f"{name}.{i}", v) for i, v in enumerate(value))
+            elif isinstance(value, dict):
+                yield from ((f"{name}.{k}", v) for k, v in value.items())
+            else:
+                yield name, value
+
+    def named_parameters(self) -> Iterator[tuple[str, Tensor | DefaultParameter]]:
+        """Direct parameters (Tensors and not-yet-set placeholders)."""
+        return ((n, v) for n, v in self._items() if isinstance(v, _PARAM_TYPES))
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        return ((n, v) for n, v in self._items() if isinstance(v, Module))
+
+    def state_dict(self) -> dict[str, Tensor | DefaultParameter]:
+        """Flat map of every parameter, with dotted keys into children."""
+        out = dict(self.named_parameters())
+        for cname, child in self.named_children():
+            out.update({f"{cname}.{k}": v for k, v in child.state_dict().items()})
+        return out
+
+    def _set_by_key(self, key: str, value: Tensor) -> None:
+        head, _, rest = key.partition(".")
+        target = getattr(self, head, None)
+        if isinstance(target, (list, tuple, dict)) and rest:
+            idx, _, rest2 = rest.partition(".")
+            container = target
+            item_key = int(idx) if isinstance(container, (list, tuple)) else idx
+            item = container[item_key]
+            if rest2:
+                item._set_by_key(rest2, value)
+            else:
+                if isinstance(item, _PARAM_TYPES):
+                    _check_compatible(key, item, value)
+                container[item_key] = value
+        elif rest:
+            target._set_by_key(rest, value)
+        else:
+            setattr(self, head, value)
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True):
+        """Assign tensors by key; returns (missing_keys, unexpected_keys)."""
+        current = self.state_dict()
+        missing = {k for k, v in current.items() if k not in state_dict and not getattr(v, "optional", False)}
+        unexpected = {k for k in state_dict if k not in current}
+        if strict and (missing or unexpected):
+            raise_error("state_dict is incompatible.",
+                        [f"Missing keys: {sorted(missing)}", f"Unexpected keys: {sorted(unexpected)}"])
+        for key, value in state_dict.items():
+            if key in current:
+                self._set_by_key(key, value)
+        return missing, unexpected
+
+    def initialize_dummy_parameters(self) -> None:
+        for key, value in self.state_dict().items():
+            if isinstance(value, DefaultParameter):
+                self._set_by_key(key, ops_init.ones(value.shape, value.dtype))
+
+    def __call__(self, *args, **kwargs):
+        unset = [k for k, v in self.state_dict().items() if type(v) is DefaultParameter]
+        if unset:
+            raise_error("Some parameters were never set in the module. Please assign tensors for these parameters.",
+                        [f"Unset: {unset}"])
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        lines = [f"{type(self).__name__}("]
+        for name, p in self.named_parameters():
+            lines.append(f"    {name}: Parameter = (shape={tuple(p.shape) if isinstance(p, DefaultParameter) else p.trace_tensor.shape}, dtype={p.dtype}),")
+        for name, child in self.named_children():
+            lines.append(f"    {name}: Module = " + str(child).replace("\n", "\n    ") + ",")
+        return "\n".join(lines + [")"])
+
+
+def _check_compatible(name: str, old, new: Tensor) -> None:
+    if not isinstance(new, Tensor):
+        raise_error("Unrecognized type for module parameter.", [f"For parameter: {name}, got: {type(new).__name__}."])
+    old_shape = tuple(old.shape) if isinstance(old, DefaultParameter) else old.trace_tensor.shape
+    new_shape = new.trace_tensor.shape
+    if tuple(old_shape) != tuple(new_shape) or old.dtype is not new.dtype:
+        raise_error(f"For parameter: {name}, new parameter is not compatible with the existing parameter.",
+                    [f"Existing: shape={tuple(old_shape)}, dtype={old.dtype}; new: shape={tuple(new_shape)}, "
+                     f"dtype={new.dtype}."])
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, weight (out_features, in_features)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=D.float32):
+        super().__init__()
+        self.dtype = dtype
+        self.weight = DefaultParameter((out_features, in_features), dtype)
+        self.bias = DefaultParameter((out_features,), dtype) if bias else None
+
+    def forward(self, x):
+        out = x @ ops_shape.transpose(self.weight, 0, 1)
+        return out + self.bias if self.bias is not None else out
+
+
+class LayerNorm(Module):
+    """Normalise over the last len(normalized_shape) dims, then scale and shift."""
+
+    def __init__(self, normalized_shape, dtype=D.float32, eps: float = 1e-5):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape = shape
+        self.dtype = dtype
+        self.eps = eps
+        self.weight = DefaultParameter(shape, dtype)
+        self.bias = DefaultParameter(shape, dtype)
+
+    def forward(self, x):
+        if x.rank < 2:
+            raise_error("Input must have a rank of at least 2 for LayerNorm.", [f"Got rank: {x.rank}."])
+        n = len(self.normalized_shape)
+        scale = ops_shape.prepend_ones(self.weight, x.rank - n)
+        bias = ops_shape.prepend_ones(self.bias, x.rank - n)
+        axes = tuple(range(x.rank - n, x.rank))
+        return make1("layer_norm", [x, scale, bias], {"dims": axes, "eps": float(self.eps)})
+
+
+class Embedding(Module):
+    """Look up rows of weight (num_embeddings, embedding_dim)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, dtype=D.float32):
+        super().__init__()
+        self.dtype = dtype
+        self.weight = DefaultParameter((num_embeddings, embedding_dim), dtype)
+
+    def forward(self, x):
+        return ops_shape.gather(self.weight, 0, x)
+
+
+class Sequential(Module):
+    """Calls each module in order with one input."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], dict):
+            self.modules = dict(modules[0])
+        else:
+            self.modules = {str(i): m for i, m in enumerate(modules)}
+
+    def _items(self):
+        yield from self.modules.items()
+
+    def __len__(self) -> int:
+        return len(self.modules)
+
+    def __iter__(self):
+        return iter(self.modules.values())
+
+    def __getitem__(self, key):
+        k = str(key) if isinstance(key, int) else key
+        if k not in self.modules:
+            raise_error(f"Key: '{key}' not found in modules.")
+        return self.modules[k]
+
+    def _set_by_key(self, key, value):
+        head, _, rest = key.partition(".")
+        self.modules[head]._set_by_key(rest, value)
+
+    def forward(self, x):
+        for m in self.modules.values():
+            x = m(x)
+        return x
+
+
+_ = ops_math  # modules may use math ops in forward

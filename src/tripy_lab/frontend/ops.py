@@ -1,0 +1,53 @@
+"""The public op namespace and the Tensor operators/methods bound to it."""
+
+from __future__ import annotations
+
+from tripy_lab.frontend import ops_math as M
+from tripy_lab.frontend import ops_shape as S
+from tripy_lab.frontend.ops_init import arange, full, full_like, iota, ones, ones_like, zeros, zeros_like
+from tripy_lab.frontend.ops_math import (
+    allclose, cast, cos, equal, exp, gelu, log, masked_fill, matmul, maximum, mean, minimum, prod, relu, rsqrt,
+    sigmoid, silu, sin, softmax, sqrt, tanh, where)
+from tripy_lab.frontend.ops_math import max as max  # noqa: A004
+from tripy_lab.frontend.ops_math import min as min  # noqa: A004
+from tripy_lab.frontend.ops_math import sum as sum  # noqa: A004
+from tripy_lab.frontend.ops_shape import (
+    concatenate, expand, flatten, gather, permute, reshape, squeeze, stack, transpose, unsqueeze)
+from tripy_lab.frontend.tensor import Tensor
+
+PUBLIC = [
+    "allclose", "arange", "cast", "concatenate", "cos", "equal", "exp", "expand", "flatten", "full",
+    "full_like", "gather", "gelu", "iota", "log", "masked_fill", "matmul", "max", "maximum", "mean", "min",
+    "minimum", "ones", "ones_like", "permute", "prod", "relu", "reshape", "rsqrt", "sigmoid", "silu", "sin",
+    "softmax", "sqrt", "squeeze", "stack", "sum", "tanh", "transpose", "unsqueeze", "where", "zeros",
+    "zeros_like",
+]
+
+# Tensor methods that forward to the functions.
+METHODS = {
+    "cast": cast, "reshape": reshape, "transpose": transpose, "flatten": flatten, "permute": permute,
+    "squeeze": squeeze, "unsqueeze": unsqueeze,
+}
+
+
+def _bind_operators() -> None:
+    def reflected(fn):
+        return lambda self, other: fn(other, self)
+
+    table = {
+        "__add__": M.add, "__radd__": reflected(M.add), "__sub__": M.sub, "__rsub__": reflected(M.sub),
+        "__mul__": M.mul, "__rmul__": reflected(M.mul), "__truediv__": M.div,
+        "__rtruediv__": reflected(M.div), "__floordiv__": M.floor_div, "__rfloordiv__": reflected(M.floor_div),
+        "__mod__": M.mod, "__rmod__": reflected(M.mod), "__pow__": M.pow, "__rpow__": reflected(M.pow),
+        "__lt__": M.less, "__gt__": M.greater, "__le__": M.le, "__ge__": M.ge, "__eq__": M.eq, "__ne__": M.ne,
+        "__or__": M.logical_or, "__invert__": M.logical_not, "__neg__": M.neg, "__abs__": M.abs,
+        "__matmul__": matmul, "__rmatmul__": reflected(matmul), "__getitem__": S.getitem,
+    }
+    for name, fn in table.items():
+        setattr(Tensor, name, fn)
+    Tensor.__hash__ = object.__hash__
+
+
+_bind_operators()
+
+__all__ = PUBLIC + ["METHODS"]

@@ -1,0 +1,239 @@
+"""tp.Tensor and tp.DimensionSize: lazy handles on trace tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tripy_lab.core import dtypes
+from tripy_lab.core.arrays import device_kind, to_host
+from tripy_lab.core.device import device as Device
+from tripy_lab.core.errors import raise_error
+from tripy_lab.core.source import user_location
+from tripy_lab.trace import TraceTensor, apply
+
+# Set by tripy_lab.pipeline at import: runs the one pipeline on a tensor and returns its array.
+_EVALUATOR: Callable[[TraceTensor], Any] | None = None
+
+
+def set_evaluator(fn: Callable[[TraceTensor], Any]) -> None:
+    global _EVALUATOR
+    _EVALUATOR = fn
+
+
+def _infer_python_dtype(values) -> dtypes.dtype:
+    flat = np.asarray(values, dtype=object).reshape(-1)
+    if flat.size == 0:
+        return dtypes.float32
+    if all(isinstance(v, (bool, np.bool_)) for v in flat):
+        return dtypes.bool
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in flat):
+        big = any(not -(2**31) <= int(v) < 2**31 for v in flat)
+        return dtypes.int64 if big else dtypes.int32
+    if all(isinstance(v, (int, float, np.integer, np.floating)) for v in flat):
+        return dtypes.float32
+    raise_error("Unsupported element type.", [f"Got element of type: {type(flat[0]).__name__}."])
+
+
+def _check_ragged(data, path="data") -> None:
+    if isinstance(data, (list, tuple)) and data and isinstance(data[0], (list, tuple)):
+        lengths = {len(d) if isinstance(d, (list, tuple)) else -1 for d in data}
+        if len(lengths) > 1:
+            raise_error("Mismatched dimension sizes in provided sequence.",
+                        [f"Sub-sequences of {path} have lengths {sorted(lengths)}."])
+        for d in data:
+            _check_ragged(d, path)
+
+
+def device_of(array) -> Device:
+    return Device(device_kind(array))
+
+
+def constant(array, dt: dtypes.dtype, location=None, value=None, name: str | None = None) -> TraceTensor:
+    (out,) = apply("constant", [], {"value": array, "dtype": dt}, location)
+    out.value = value
+    if name:
+        out.name = name
+    return out
+
+
+class Tensor:
+    """A lazily evaluated tensor. Ops record trace ops; ``eval()`` runs the pipeline."""
+
+    trace_tensor: TraceTensor
+
+    def __init__(self, data: Any, dtype: dtypes.dtype | None = None, device: Device | None = None,
+                 name: str | None = None):
+        loc = user_location()
+        if data is None:
+            raise_error("Data argument to Tensor must not be None.")
+        if isinstance(data, Tensor):
+            raise_error("Cannot initialize Tensor with another Tensor.")
+        python_data = isinstance(data, (bool, int, float, list, tuple))
+        if device is not None and not python_data:
+            raise_error("Device can only be specified for Python lists and numbers.")
+        if dtype is not None and not (isinstance(data, (list, tuple)) and len(data) == 0):
+            raise_error("Data type can only be specified for empty lists.")
+        if python_data:
+            _check_ragged(data)
+            dt = dtype or _infer_python_dtype(data)
+            array = np.asarray(data, dtype=dtypes.to_numpy(dt))
+        elif hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) or hasattr(data, "__array__"):
+            array = data if hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) else np.asarray(data)
+            host_dtype = getattr(array, "dtype", None)
+            dt = dtypes.from_numpy(to_host(array).dtype if host_dtype is None or not isinstance(
+                host_dtype, np.dtype) else host_dtype)
+            if isinstance(array, np.ndarray) and array.dtype != dtypes.to_numpy(dt):
+                array = array.astype(dtypes.to_numpy(dt))
+        else:
+            raise_error("Unsupported data for Tensor.", [f"Got an object of type: {type(data).__name__}."])
+        self.trace_tensor = constant(array, dt, loc, name=name)
+
+    @classmethod
+    def _wrap(cls, tt: TraceTensor) -> Tensor:
+        t = object.__new__(cls)
+        t.trace_tensor = tt
+        return t
+
+    # ---- properties ----
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return self.trace_tensor.dtype
+
+    @property
+    def rank(self) -> int:
+        return self.trace_tensor.rank
+
+    ndim = rank
+
+    @property
+    def name(self) -> str:
+        return self.trace_tensor.name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self.trace_tensor.name = value
+
+    @property
+    def shape(self):
+        from tripy_lab.frontend import shapes
+
+        return shapes.shape_of(self)
+
+    @property
+    def device(self) -> Device:
+        producer = self.trace_tensor.producer
+        if producer is not None and producer.kind == "constant":
+            return device_of(producer.params["value"])
+        return Device("gpu")
+
+    def _is_evaluated(self) -> bool:
+        producer = self.trace_tensor.producer
+        return producer is not None and producer.kind == "constant"
+
+    def _data(self):
+        return self.trace_tensor.producer.params["value"]
+
+    # ---- evaluation ----
+    def eval(self) -> Tensor:
+        if self._is_evaluated():
+            return self
+        if _EVALUATOR is None:
+            raise_error("No evaluator is registered; import tripy_lab, not tripy_lab.frontend alone.")
+        array = _EVALUATOR(self.trace_tensor)
+        tt = self.trace_tensor
+        (const,) = apply("constant", [], {"value": array, "dtype": tt.dtype}, tt.location)
+        # Keep this TraceTensor object (others may hold it) but make a constant its producer.
+        op = const.producer
+        op.outputs = [tt]
+        tt.producer = op
+        if tt.value is None and isinstance(array, np.ndarray) and array.size <= 16 and tt.dtype in (
+                dtypes.int32, dtypes.int64) and isinstance(self, DimensionSize):
+            tt.value = array
+        tt.shape = tuple(int(d) for d in np.shape(array)) if hasattr(array, "shape") else tt.shape
+        return self
+
+    def numpy(self) -> np.ndarray:
+        return to_host(self.eval()._data())
+
+    def tolist(self):
+        array = self.numpy()
+        if self.dtype in (dtypes.float16, dtypes.bfloat16, dtypes.float8):
+            array = array.astype(np.float32)
+        if self.dtype is dtypes.int4:
+            array = array.astype(np.int32)
+        return array.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.numpy()
+        return array.astype(dtype) if dtype is not None else array
+
+    def __dlpack__(self, *args, **kwargs):
+        data = self.eval()._data()
+        if isinstance(data, np.ndarray) and data.dtype.kind == "V":
+            raise_error("DLPack cannot export this dtype.", [f"dtype: {self.dtype}"])
+        return data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.eval()._data().__dlpack_device__()
+
+    def __repr__(self) -> str:
+        array = self.numpy()
+        if self.dtype in (dtypes.bfloat16, dtypes.float8, dtypes.int4):
+            array = array.astype(np.float32 if self.dtype is not dtypes.int4 else np.int32)
+        body = np.array2string(array, separator=", ", threshold=100, edgeitems=3,
+                               formatter={"float_kind": lambda v: f"{v:g}"}, prefix="tensor(")
+        return f"tensor({body}, dtype={self.dtype}, loc={self.device}, shape={tuple(array.shape)})"
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        array = self.numpy()
+        if array.size != 1:
+            raise_error("Boolean value of a Tensor with more than one value is ambiguous")
+        return bool(array.reshape(-1)[0])
+
+    def __iter__(self):
+        raise TypeError("Iterating over tensors is not supported")
+
+    __hash__ = object.__hash__
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from tripy_lab.frontend import ops
+
+        if name in ops.METHODS:
+            fn = ops.METHODS[name]
+            return lambda *a, **k: fn(self, *a, **k)
+        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+
+
+class DimensionSize(Tensor):
+    """A 0-d int32 tensor that stands for one value of a shape."""
+
+    def __init__(self, data: int, name: str | None = None):
+        if isinstance(data, bool) or not isinstance(data, (int, np.integer)):
+            raise_error("DimensionSize data must be an int.", [f"Got: {data!r}."])
+        array = np.asarray(int(data), dtype=np.int32)
+        self.trace_tensor = constant(array, dtypes.int32, user_location(), value=array, name=name)
+        self.trace_tensor.is_shape = True
+
+    def __int__(self) -> int:
+        return int(self.numpy())
+
+    __index__ = __int__
+
+    def __repr__(self) -> str:
+        return str(int(self))
+
+    __str__ = __repr__
+
+
+def wrap(tt: TraceTensor) -> Tensor:
+    """A Tensor (or DimensionSize for 0-d int32 shape values) for a trace tensor."""
+    if tt.dtype is dtypes.int32 and tt.rank == 0 and tt.is_shape:
+        return DimensionSize._wrap(tt)
+    return Tensor._wrap(tt)

@@ -1,0 +1,248 @@
+"""Trace -> MLIR (tensorrt dialect). One table entry per trace op kind (see trace/optable.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr, DenseResourceAttr, DictionaryAttr, FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr, UnknownLoc)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Region
+
+from tripy_lab.core import config, dtypes
+from tripy_lab.core.arrays import to_host
+from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+from tripy_lab.mlir import dialect as trt
+from tripy_lab.mlir.program import MlirProgram, OpOrigin
+from tripy_lab.trace import OPS, Trace, TraceOp
+
+
+
+def tensor_type(shape, dt: dtypes.dtype):
+    return trt.tensor_type(tuple(shape), dt.mlir)
+
+
+class _Ctx:
+    """Lowering state: SSA values of trace tensors, the block being filled, resource blobs."""
+
+    def __init__(self, block: Block, location):
+        self.block = block
+        self.values: dict[int, object] = {}
+        self.location = location
+        self.resources: dict[str, bytes] = {}
+
+    def add(self, op):
+        op.location = self.location
+        self.block.add_op(op)
+        return op
+
+    def value(self, tt):
+        """SSA value of a trace tensor; constants are emitted here, at first use as an operand."""
+        v = self.values[id(tt)]
+        if callable(v):
+            saved = self.location
+            self.location, v = v()
+            self.values[id(tt)] = v
+            self.location = saved
+        return v
+
+    def i32_const(self, values):
+        array = np.asarray(values, dtype=np.int32)
+        return self.add(trt.ConstantOp(trt.dense_elements(array, "i32"))).results[0]
+
+    def constant(self, array: np.ndarray, dt: dtypes.dtype):
+        array = np.asarray(array, order="C")  # not ascontiguousarray: it turns 0-d into 1-d
+        if dt is dtypes.bool:  # no dense i1 constants: emit i32 and cast
+            i32 = self.add(trt.ConstantOp(trt.dense_elements(array.astype(np.int32), "i32"))).results[0]
+            return self.add(trt.CastOp(i32, tensor_type(array.shape, dtypes.bool))).results[0]
+        if array.size > config.inline_constant_limit and not _is_splat(array):
+            handle = f"tripy_const_{len(self.resources)}"
+            self.resources[handle] = array.astype(dtypes.to_numpy(dt)).tobytes()
+            attr = DenseResourceAttr.from_params(handle, tensor_type(array.shape, dt))
+            return self.add(trt.ConstantOp(attr)).results[0]
+        return self.add(trt.ConstantOp(trt.dense_elements(array, dt.mlir))).results[0]
+
+
+def _is_splat(array: np.ndarray) -> bool:
+    flat = array.reshape(-1)
+    return flat.size > 0 and bool(np.all(flat == flat[0]))
+
+
+def _out_type(op: TraceOp, i: int = 0):
+    t = op.outputs[i]
+    return tensor_type(t.shape, t.dtype)
+
+
+def _static(tt) -> list[int] | None:
+    return [int(v) for v in tt.value.reshape(-1)] if tt.value is not None else None
+
+
+# ---- one function per op family ----
+def _constant(ctx, op, ins):
+    # Deferred: ops that take a known shape as a static list (slice) never need the constant op.
+    loc = ctx.location
+    return [lambda: (loc, ctx.constant(to_host(op.params["value"]), op.params["dtype"]))]
+
+
+def _element_wise(ctx, op, ins):
+    return [ctx.add(trt.ElementWiseOp(ins[0], ins[1], OPS[op.kind].enum, _out_type(op))).results[0]]
+
+
+def _unary(ctx, op, ins):
+    return [ctx.add(trt.UnaryOp(ins[0], OPS[op.kind].enum)).results[0]]
+
+
+def _activation(ctx, op, ins):
+    return [ctx.add(trt.ActivationOp(ins[0], OPS[op.kind].enum)).results[0]]
+
+
+def _matmul(ctx, op, ins):
+    kinds = ["kVECTOR" if t.rank == 1 else "kNONE" for t in op.inputs]
+    return [ctx.add(trt.MatrixMultiplyOp(ins[0], ins[1], kinds[0], kinds[1], _out_type(op))).results[0]]
+
+
+def _reduce(ctx, op, ins):
+    p = op.params
+    return [ctx.add(trt.ReduceOp(ins[0], OPS[op.kind].enum, axes=list(p["dims"]), keep_dims=p["keepdim"],
+                                 result_type=_out_type(op))).results[0]]
+
+
+def _softmax(ctx, op, ins):
+    return [ctx.add(trt.SoftmaxOp(ins[0], op.params["dim"])).results[0]]
+
+
+def _slice(ctx, op, ins):
+    args = [_static(t) or v for t, v in zip(op.inputs[1:], ins[1:])]
+    return [ctx.add(trt.SliceOp(ins[0], args[0], args[1], args[2], _out_type(op))).results[0]]
+
+
+def _get_dim(ctx, op, ins):
+    rank = op.inputs[0].rank
+    shape = ctx.add(trt.ShapeOp(ins[0])).results[0]
+    i = op.params["dim"]
+    one = ctx.add(trt.SliceOp(shape, [i], [1], [1], trt.tensor_type((1,), "i32"))).results[0]
+    del rank
+    return [ctx.add(trt.CollapseRankOp(one, trt.tensor_type((), "i32"))).results[0]]
+
+
+def _shape(ctx, op, ins):
+    return [ctx.add(trt.ShapeOp(ins[0])).results[0]]
+
+
+def _reshape(ctx, op, ins):
+    return [ctx.add(trt.ReshapeOp(ins[0], _out_type(op), shape=ins[1])).results[0]]
+
+
+def _permute(ctx, op, ins):
+    return [ctx.add(trt.TransposeOp(ins[0], list(op.params["perm"]), _out_type(op))).results[0]]
+
+
+def _broadcast(ctx, op, ins):
+    in_rank, out_rank = op.inputs[0].rank, op.outputs[0].rank
+    dims = list(range(out_rank - in_rank, out_rank))
+    return [ctx.add(trt.BroadcastOp(ins[0], dims, _out_type(op), shape=ins[1])).results[0]]
+
+
+def _concatenate(ctx, op, ins):
+    return [ctx.add(trt.ConcatenationOp(list(ins), op.params["dim"], _out_type(op))).results[0]]
+
+
+def _gather(ctx, op, ins):
+    return [ctx.add(trt.GatherOp(ins[0], ins[1], op.params["dim"], _out_type(op))).results[0]]
+
+
+def _where(ctx, op, ins):
+    return [ctx.add(trt.SelectOp(ins[0], ins[1], ins[2], _out_type(op))).results[0]]
+
+
+def _cast(ctx, op, ins):
+    return [ctx.add(trt.CastOp(ins[0], _out_type(op))).results[0]]
+
+
+def _iota(ctx, op, ins):
+    out = op.outputs[0]
+    dt = op.params["dtype"]
+    step = np.zeros(out.rank, dtype=dtypes.to_numpy(dt))
+    step[op.params["dim"]] = 1
+    start = ctx.constant(np.zeros((), dtype=dtypes.to_numpy(dt)), dt)
+    step_v = ctx.constant(step, dt)
+    return [ctx.add(trt.LinspaceOp(_out_type(op), start, step_v, shape=ins[0])).results[0]]
+
+
+def _arange(ctx, op, ins):
+    dt = op.params["dtype"]
+    step = ctx.add(trt.ReshapeOp(ins[1], tensor_type((1,), dt), shape=ctx.i32_const([1]))).results[0]
+    return [ctx.add(trt.LinspaceOp(_out_type(op), ins[0], step, shape=ins[2])).results[0]]
+
+
+def _layer_norm(ctx, op, ins):
+    p = op.params
+    return [ctx.add(trt.NormalizationOp(ins[0], ins[1], ins[2], list(p["dims"]), eps=p["eps"],
+                                        num_groups=1)).results[0]]
+
+
+LOWERING: dict[str, Callable] = {
+    "constant": _constant, "softmax": _softmax, "slice": _slice, "get_dim": _get_dim, "shape": _shape,
+    "reshape": _reshape, "permute": _permute, "broadcast": _broadcast, "concatenate": _concatenate,
+    "gather": _gather, "where": _where, "cast": _cast, "iota": _iota, "arange": _arange,
+    "layer_norm": _layer_norm, "matmul": _matmul,
+}
+for _row in OPS.values():
+    family = {"element_wise": _element_wise, "unary": _unary, "activation": _activation, "reduce": _reduce}
+    if _row.tensorrt_op in family and _row.name not in LOWERING:
+        LOWERING[_row.name] = family[_row.tensorrt_op]
+
+
+def _takes_static(op: TraceOp, i: int, t) -> bool:
+    """Slice start/size/stride with known values are printed as static lists, not SSA operands."""
+    return op.kind == "slice" and i > 0 and t.value is not None
+
+
+def _arg_attrs(info) -> DictionaryAttr:
+    if isinstance(info, InputInfo):
+        b = info.shape_bounds
+        names = DictionaryAttr({str(k): StringAttr(v) for k, v in info.dimension_names.items()})
+        return DictionaryAttr({"tensorrt.dimension_names": names,
+                               "tensorrt.shape_profile": trt.ShapeProfileAttr(b.min, b.opt, b.max)})
+    if isinstance(info, DimensionInputInfo):
+        b = info.value_bounds
+        return DictionaryAttr({"plan.memory_space": trt.MemorySpaceAttr("host"),
+                               "tensorrt.value_bounds": trt.ShapeProfileAttr(b.min, b.opt, b.max)})
+    return DictionaryAttr({})
+
+
+def _location(op: TraceOp):
+    loc = op.location
+    inner = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr((loc.col or 0) + 1)) if loc else UnknownLoc()
+    return NameLoc(StringAttr(op.name), inner)
+
+
+def lower(trace: Trace) -> MlirProgram:
+    """Build the module ``{name} { func.func @main(...) }`` from a trace."""
+    in_types = [tensor_type(t.shape, t.dtype) for t in trace.inputs]
+    block = Block(arg_types=in_types)
+    ctx = _Ctx(block, None)
+    for t, arg in zip(trace.inputs, block.args):
+        ctx.values[id(t)] = arg
+    origins: dict[str, OpOrigin] = {}
+    for op in trace.ops:
+        ctx.location = _location(op)
+        ins = [ctx.values[id(t)] if _takes_static(op, i, t) else ctx.value(t) for i, t in enumerate(op.inputs)]
+        results = LOWERING[op.kind](ctx, op, ins)
+        for t, v in zip(op.outputs, results):
+            ctx.values[id(t)] = v
+        origins[op.name] = OpOrigin(op.name, str(op), op.location)
+    outs = [ctx.value(t) for t in trace.outputs]
+    ret = ReturnOp(*outs)
+    block.add_op(ret)
+    arg_attrs = ArrayAttr([_arg_attrs(trace.input_infos.get(t.name)) for t in trace.inputs])
+    func = FuncOp("main", (in_types, [v.type for v in outs]), Region(block),
+                  arg_attrs=arg_attrs if trace.inputs else None)
+    ins_part = "_".join(t.name for t in trace.inputs)
+    outs_part = "_".join(t.name for t in trace.outputs)
+    name = (f"ins_{ins_part}_" if ins_part else "") + f"outs_{outs_part}"
+    module = ModuleOp([func], sym_name=StringAttr(name))
+    return MlirProgram(module=module, arg_names=[t.name for t in trace.inputs],
+                       input_infos=dict(trace.input_infos), output_names=[t.name for t in trace.outputs],
+                       origins=origins, resources=ctx.resources)

@@ -1,0 +1,121 @@
+"""Stage objects: Traced -> Lowered -> Built -> Executable. Each has ``as_text()`` and ``seconds``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from tripy_lab.core import config
+from tripy_lab.core.errors import raise_error
+from tripy_lab.engine import BuildOptions, choose, engine_class
+from tripy_lab.executable import Executable
+from tripy_lab.mlir.program import MlirProgram
+from tripy_lab.trace import Trace
+
+
+def check_optimization_level(level) -> int:
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 5:
+        raise_error(f"Invalid value for parameter: 'optimization_level': {level!r}.",
+                    ["Expected an int in [0, 5] (the TensorRT builder optimization level)."])
+    return level
+
+
+@dataclass
+class Traced:
+    """The Trace of a function: ops, inputs and outputs, with the user's lines."""
+
+    trace: Trace
+    seconds: float
+    return_single: bool = True
+
+    def as_text(self) -> str:
+        return str(self.trace)
+
+    def lower(self) -> Lowered:
+        from tripy_lab.mlir.lowering import lower  # xDSL loads on first use, not at `import tripy_lab`
+
+        start = time.perf_counter()
+        program = lower(self.trace)
+        return Lowered(program, time.perf_counter() - start, self)
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+
+@dataclass
+class Lowered:
+    """The MLIR module (tensorrt dialect) that engines build from."""
+
+    program: MlirProgram
+    seconds: float
+    traced: Traced | None = None
+    _text_cache: dict = field(default_factory=dict, repr=False)
+
+    def as_text(self, generic: bool = False, elide: bool = True, locations: bool = False) -> str:
+        key = (generic, elide, locations)
+        if key not in self._text_cache:
+            from tripy_lab.mlir import text as mlir_text
+
+            self._text_cache[key] = mlir_text.print_module(
+                self.program.module, generic=generic, locations=locations,
+                elide_above=config.elide_constants_above if elide else None)
+        return self._text_cache[key]
+
+    def build(self, engine: str | None = None, optimization_level: int = 3) -> Built:
+        check_optimization_level(optimization_level)
+        name, reason = choose(engine)
+        cls = engine_class(name)
+        ok, why = cls.available()
+        if not ok:
+            raise_error(f"The '{name}' engine is not available here.", [why, f"(chosen because: {reason})"])
+        options = BuildOptions(optimization_level=optimization_level,
+                               timing_cache_path=config.timing_cache_file_path,
+                               compilation_cache_dir=config.xla_cache_dir())
+        start = time.perf_counter()
+        compiled = cls().build(self.program, options)
+        compiled.report.reason = reason
+        return Built(compiled, time.perf_counter() - start, self, optimization_level)
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+
+@dataclass
+class Built:
+    """A built engine: its layer table and build report."""
+
+    compiled: object
+    seconds: float
+    lowered: Lowered
+    optimization_level: int = 3
+
+    @property
+    def layers(self):
+        return self.compiled.layers
+
+    @property
+    def report(self):
+        return self.compiled.report
+
+    def as_text(self) -> str:
+        r = self.report
+        lines = [f"engine: {r.engine} ({r.reason})", f"device: {r.device}",
+                 f"optimization_level: {self.optimization_level}", f"build time: {self.seconds * 1e3:.1f} ms"]
+        lines += [f"cache: {k} = {v}" for k, v in r.cache.items()]
+        lines += [f"note: {n}" for n in r.notes]
+        lines.append(f"layers ({len(self.layers)}):")
+        for layer in self.layers:
+            shapes = ", ".join("x".join("?" if d is None else str(d) for d in s) or "scalar"
+                               for s in layer.output_shapes)
+            lines.append(f"  {layer.name:<28} {layer.kind:<18} {shapes:<16} {','.join(layer.output_dtypes):<10} "
+                         f"{' '.join(layer.source_ops)}  {' '.join(layer.source_lines)}")
+        return "\n".join(lines)
+
+    def executable(self) -> Executable:
+        traced = self.lowered.traced
+        single = traced.return_single if traced else True
+        stages = {"traced": traced, "lowered": self.lowered, "built": self}
+        return Executable(self.compiled, self.lowered.program, single, stages, self.optimization_level)
+
+    def __str__(self) -> str:
+        return self.as_text()

@@ -1,0 +1,111 @@
+"""pipeline.trace(): run the user's function once on stand-ins for its runtime inputs and record the Trace."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import time
+from collections.abc import Callable
+
+from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+from tripy_lab.core.errors import raise_error
+from tripy_lab.frontend import Module
+from tripy_lab.frontend.tensor import DimensionSize, Tensor
+from tripy_lab.trace import Trace, TraceTensor
+
+_COMPILING = [0]
+
+
+def compiling() -> bool:
+    return _COMPILING[0] > 0
+
+
+@contextlib.contextmanager
+def _compiling():
+    _COMPILING[0] += 1
+    try:
+        yield
+    finally:
+        _COMPILING[0] -= 1
+
+
+def _input_tensor(name: str, info) -> Tensor:
+    if isinstance(info, DimensionInputInfo):
+        tt = TraceTensor(shape=(), dtype=info.dtype, name=name, is_shape=True)
+        return DimensionSize._wrap(tt)
+    tt = TraceTensor(shape=info.static_shape(), dtype=info.dtype, name=name)
+    return Tensor._wrap(tt)
+
+
+def _flatten(name: str, value, inputs: list[TraceTensor], infos: dict):
+    """Replace InputInfos (also inside lists/tuples/dicts) by input tensors named name / name[i] / name.key."""
+    if isinstance(value, (InputInfo, DimensionInputInfo)):
+        t = _input_tensor(name, value)
+        inputs.append(t.trace_tensor)
+        infos[name] = value
+        return t
+    if isinstance(value, (list, tuple)) and any(_has_info(v) for v in value):
+        out = [_flatten(f"{name}[{i}]", v, inputs, infos) for i, v in enumerate(value)]
+        return type(value)(out) if isinstance(value, tuple) else out
+    if isinstance(value, dict) and any(_has_info(v) for v in value.values()):
+        return {k: _flatten(f"{name}.{k}", v, inputs, infos) for k, v in value.items()}
+    return value
+
+
+def _has_info(value) -> bool:
+    if isinstance(value, (InputInfo, DimensionInputInfo)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_info(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_info(v) for v in value.values())
+    return False
+
+
+def _signature(func) -> inspect.Signature:
+    if isinstance(func, Module):
+        return inspect.signature(func.forward)
+    return inspect.signature(func)
+
+
+def trace(func: Callable, args=(), kwargs=None):
+    """Trace ``func(*args, **kwargs)``: InputInfo/DimensionInputInfo become runtime inputs, the rest constants."""
+    from tripy_lab.pipeline.stages import Traced
+
+    kwargs = dict(kwargs or {})
+    if not callable(func):
+        raise_error("Invalid value for parameter: 'func'.", [f"Expected a function or tp.Module, got: {func!r}."])
+    start = time.perf_counter()
+    sig = _signature(func)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise_error(f"Arguments do not match the signature of '{getattr(func, '__name__', type(func).__name__)}'.",
+                    [str(exc), f"Signature: {sig}"])
+    inputs: list[TraceTensor] = []
+    infos: dict = {}
+    call_args, call_kwargs = [], {}
+    for pname, value in bound.arguments.items():
+        kind = sig.parameters[pname].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            call_args += [_flatten(f"{pname}{i}", v, inputs, infos) for i, v in enumerate(value)]
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            call_kwargs.update({k: _flatten(k, v, inputs, infos) for k, v in value.items()})
+        elif kind is inspect.Parameter.KEYWORD_ONLY:
+            call_kwargs[pname] = _flatten(pname, value, inputs, infos)
+        else:
+            call_args.append(_flatten(pname, value, inputs, infos))
+    if isinstance(func, Module):
+        for key, tensor in func.state_dict().items():
+            if isinstance(tensor, Tensor):
+                tensor.name = key  # weights show up in the IR by their state_dict key
+    with _compiling():
+        result = func(*call_args, **call_kwargs)
+    single = isinstance(result, Tensor)
+    outputs = [result] if single else list(result) if isinstance(result, (list, tuple)) else None
+    if not outputs or any(not isinstance(o, Tensor) for o in outputs):
+        bad = result if outputs is None else next((o for o in outputs if not isinstance(o, Tensor)), result)
+        raise_error("Function must return 1 or more Tensors.", [f"Got a return value of type: {type(bad).__name__}."])
+    name = getattr(func, "__name__", type(func).__name__)
+    tr = Trace([o.trace_tensor for o in outputs], inputs, infos, name=name)
+    return Traced(tr, time.perf_counter() - start, single)

@@ -1,0 +1,81 @@
+"""The Trace: a pure-data graph of ops and tensors. No numpy math, no MLIR, no engines here."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from tripy_lab.core import dtypes
+from tripy_lab.core.source import SourceLocation
+
+_counter = itertools.count()
+
+
+def fresh_name() -> str:
+    return f"%t{next(_counter)}"
+
+
+@dataclass(eq=False)
+class TraceTensor:
+    """A value in the graph. ``shape`` holds ints where known and None for dynamic dims."""
+
+    shape: tuple[int | None, ...]
+    dtype: dtypes.dtype
+    producer: TraceOp | None = None
+    location: SourceLocation | None = None
+    name: str = field(default_factory=fresh_name)
+    # Known small integer value (shape arithmetic folded at trace time), or None.
+    value: Any = None
+    # A shape value (a DimensionSize or a shape tensor): 0-d int32 ones surface as DimensionSize.
+    is_shape: bool = False
+    # For 1-D shape tensors whose entries are partly known: an int per known entry, None elsewhere.
+    known: tuple | None = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def type_str(self) -> str:
+        dims = "x".join("?" if d is None else str(d) for d in self.shape)
+        return f"tensor<{dims + 'x' if dims else ''}{self.dtype.shortname}>"
+
+
+@dataclass(eq=False)
+class TraceOp:
+    """One op: ``kind`` is its row in the op table; ``params`` holds op-specific plain data."""
+
+    kind: str
+    inputs: list[TraceTensor]
+    outputs: list[TraceTensor]
+    params: dict[str, Any] = field(default_factory=dict)
+    location: SourceLocation | None = None
+
+    @property
+    def name(self) -> str:
+        """Stable name of the op: the name of its first output."""
+        return self.outputs[0].name
+
+    def params_str(self) -> str:
+        shown = []
+        for key, val in self.params.items():
+            if key == "value":
+                val = _short_value(val)
+            shown.append(f"{key}={val}")
+        return ", ".join(shown)
+
+    def __str__(self) -> str:
+        outs = ", ".join(t.name for t in self.outputs)
+        args = [f"{t.name} : {t.type_str()}" for t in self.inputs]
+        if self.params:
+            args.append(self.params_str())
+        types = ", ".join(t.type_str() for t in self.outputs)
+        return f"{outs} = {self.kind}({', '.join(args)}) : {types}"
+
+
+def _short_value(val) -> str:
+    size = getattr(val, "size", 1)
+    if size > 8:
+        return f"<{size} values>"
+    tolist = getattr(val, "tolist", None)
+    return str(tolist() if tolist else val)

@@ -1,0 +1,212 @@
+"""The op table: one row per trace op: its name, the tensorrt op (and enum) it becomes, its shape rule.
+
+Later stages own their own tables keyed by these names (mlir lowering) or by tensorrt op name (engines);
+tests check that every row has an entry in each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tripy_lab.core import dtypes
+from tripy_lab.core.errors import raise_error
+from tripy_lab.trace.ir import TraceTensor
+
+Shape = tuple[int | None, ...]
+Rule = Callable[[list[TraceTensor], dict], list[tuple[Shape, dtypes.dtype]]]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    tensorrt_op: str  # e.g. "element_wise"
+    enum: str | None  # e.g. "kSUM"
+    rule: Rule
+
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    """Same-rank broadcasting: each dim pair equal or one of them 1 (None = not known until run time)."""
+    rank = len(shapes[0])
+    out = []
+    for i in range(rank):
+        dims = [s[i] for s in shapes]
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise_error("Shapes are not broadcastable.",
+                        [f"Dimension {i} has sizes {dims}; each pair must be equal or one of them 1.",
+                         "Shapes: " + ", ".join(str(tuple(s)) for s in shapes)])
+        if known:
+            out.append(known.pop())
+        elif any(d is None for d in dims):
+            out.append(None)
+        else:
+            out.append(1)
+    return tuple(out)
+
+
+def _same(ins, p):
+    return [(ins[0].shape, ins[0].dtype)]
+
+
+def _binary(ins, p):
+    return [(broadcast_shapes(ins[0].shape, ins[1].shape), ins[0].dtype)]
+
+
+def _compare(ins, p):
+    return [(broadcast_shapes(ins[0].shape, ins[1].shape), dtypes.bool)]
+
+
+def _select(ins, p):
+    return [(broadcast_shapes(*(t.shape for t in ins)), ins[1].dtype)]
+
+
+def _matmul(ins, p):
+    a, b = ins[0].shape, ins[1].shape
+    if len(a) == 1 and len(b) == 1:
+        return [((), ins[0].dtype)]
+    if len(b) == 1:
+        return [(a[:-1], ins[0].dtype)]
+    if len(a) == 1:
+        return [(b[:-2] + b[-1:], ins[0].dtype)]
+    batch = broadcast_shapes(a[:-2], b[:-2])
+    return [(batch + (a[-2], b[-1]), ins[0].dtype)]
+
+
+def _reduce(ins, p):
+    dims, keep = p["dims"], p["keepdim"]
+    shape = ins[0].shape
+    out = tuple(1 if i in dims else d for i, d in enumerate(shape)) if keep else tuple(
+        d for i, d in enumerate(shape) if i not in dims)
+    return [(out, ins[0].dtype)]
+
+
+def _shape_from_value(t: TraceTensor) -> Shape:
+    if t.value is not None:
+        return tuple(int(v) for v in t.value.reshape(-1))
+    if t.known is not None:
+        return tuple(t.known)
+    return (None,) * t.shape[0]
+
+
+def _reshape(ins, p):
+    return [(_shape_from_value(ins[1]), ins[0].dtype)]
+
+
+def _permute(ins, p):
+    return [(tuple(ins[0].shape[i] for i in p["perm"]), ins[0].dtype)]
+
+
+def _broadcast_to(ins, p):
+    return [(_shape_from_value(ins[1]), ins[0].dtype)]
+
+
+def _concat(ins, p):
+    axis = p["dim"]
+    sizes = [t.shape[axis] for t in ins]
+    total = None if any(s is None for s in sizes) else sum(sizes)
+    others = broadcast_shapes(*(t.shape[:axis] + t.shape[axis + 1:] for t in ins))
+    return [(others[:axis] + (total,) + others[axis:], ins[0].dtype)]
+
+
+def _gather(ins, p):
+    axis = p["dim"]
+    data = ins[0].shape
+    return [(data[:axis] + ins[1].shape + data[axis + 1:], ins[0].dtype)]
+
+
+def _cast(ins, p):
+    return [(ins[0].shape, p["dtype"])]
+
+
+def _constant(ins, p):
+    return [(tuple(p["value"].shape), p["dtype"])]
+
+
+def _shape(ins, p):
+    return [((ins[0].rank,), dtypes.int32)]
+
+
+def _get_dim(ins, p):
+    return [((), dtypes.int32)]
+
+
+def _slice(ins, p):
+    return [(_shape_from_value(ins[2]), ins[0].dtype)]
+
+
+def _iota(ins, p):
+    return [(_shape_from_value(ins[0]), p["dtype"])]
+
+
+def _arange(ins, p):
+    return [(_shape_from_value(ins[2]), p["dtype"])]
+
+
+def _softmax(ins, p):
+    return [(ins[0].shape, ins[0].dtype)]
+
+
+ROWS: list[OpDef] = [
+    OpDef("constant", "constant", None, _constant),
+    OpDef("add", "element_wise", "kSUM", _binary),
+    OpDef("sub", "element_wise", "kSUB", _binary),
+    OpDef("mul", "element_wise", "kPROD", _binary),
+    OpDef("div", "element_wise", "kDIV", _binary),
+    OpDef("floor_div", "element_wise", "kFLOOR_DIV", _binary),
+    OpDef("pow", "element_wise", "kPOW", _binary),
+    OpDef("maximum", "element_wise", "kMAX", _binary),
+    OpDef("minimum", "element_wise", "kMIN", _binary),
+    OpDef("less", "element_wise", "kLESS", _compare),
+    OpDef("greater", "element_wise", "kGREATER", _compare),
+    OpDef("equal", "element_wise", "kEQUAL", _compare),
+    OpDef("logical_or", "element_wise", "kOR", _compare),
+    OpDef("exp", "unary", "kEXP", _same),
+    OpDef("log", "unary", "kLOG", _same),
+    OpDef("sin", "unary", "kSIN", _same),
+    OpDef("cos", "unary", "kCOS", _same),
+    OpDef("sqrt", "unary", "kSQRT", _same),
+    OpDef("recip", "unary", "kRECIP", _same),
+    OpDef("abs", "unary", "kABS", _same),
+    OpDef("neg", "unary", "kNEG", _same),
+    OpDef("not", "unary", "kNOT", _same),
+    OpDef("tanh", "activation", "kTANH", _same),
+    OpDef("relu", "activation", "kRELU", _same),
+    OpDef("sigmoid", "activation", "kSIGMOID", _same),
+    OpDef("gelu_erf", "activation", "kGELU_ERF", _same),
+    OpDef("matmul", "matrix_multiply", None, _matmul),
+    OpDef("reduce_sum", "reduce", "kSUM", _reduce),
+    OpDef("reduce_prod", "reduce", "kPROD", _reduce),
+    OpDef("reduce_max", "reduce", "kMAX", _reduce),
+    OpDef("reduce_min", "reduce", "kMIN", _reduce),
+    OpDef("reduce_avg", "reduce", "kAVG", _reduce),
+    OpDef("softmax", "softmax", None, _softmax),
+    OpDef("slice", "slice", "kDEFAULT", _slice),
+    OpDef("reshape", "reshape", None, _reshape),
+    OpDef("permute", "transpose", None, _permute),
+    OpDef("broadcast", "broadcast", None, _broadcast_to),
+    OpDef("concatenate", "concatenation", None, _concat),
+    OpDef("gather", "gather", None, _gather),
+    OpDef("where", "select", None, _select),
+    OpDef("cast", "cast", None, _cast),
+    OpDef("shape", "shape", None, _shape),
+    OpDef("get_dim", "slice", "kDEFAULT", _get_dim),
+    OpDef("iota", "linspace", None, _iota),
+    OpDef("arange", "linspace", None, _arange),
+    OpDef("layer_norm", "normalization", None, _same),
+]
+
+OPS: dict[str, OpDef] = {row.name: row for row in ROWS}
+
+
+def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, location=None) -> list[TraceTensor]:
+    """Make a TraceOp of ``kind`` and return its outputs (shapes and dtypes from the table's rule)."""
+    from tripy_lab.trace.ir import TraceOp
+
+    params = params or {}
+    results = OPS[kind].rule(inputs, params)
+    outputs = [TraceTensor(shape=tuple(s), dtype=dt, location=location) for s, dt in results]
+    op = TraceOp(kind, list(inputs), outputs, params, location)
+    for out in outputs:
+        out.producer = op
+    return outputs

@@ -1,0 +1,165 @@
+"""Tensor construction, printing, DLPack, and the errors bad arguments get (type, message, user line)."""
+
+import numpy as np
+import pytest
+
+import tripy_lab as tp
+
+
+def test_tensor_from_python_data():
+    t = tp.Tensor([[1, 2, 3], [4, 5, 6]])
+    assert t.dtype is tp.int32
+    assert t.shape == (2, 3)
+    assert t.rank == 2
+    assert t.tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert tp.Tensor(2**40).dtype is tp.int64
+    assert tp.Tensor([True, False]).dtype is tp.bool
+    assert tp.Tensor([1.5]).dtype is tp.float32
+    assert tp.Tensor([], dtype=tp.int32).dtype is tp.int32
+
+
+def test_tensor_from_numpy_and_dlpack_roundtrip():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = tp.Tensor(a)
+    assert t.dtype is tp.float32
+    np.testing.assert_array_equal(np.from_dlpack(t), a)
+    np.testing.assert_array_equal(np.asarray(t + 1.0), a + 1)
+    assert tp.Tensor(np.zeros(3, np.float16)).dtype is tp.float16
+    assert str(t.device) == "cpu:0"
+
+
+def test_repr_shows_values():
+    assert repr(tp.Tensor([1, 2, 3])) == "tensor([1, 2, 3], dtype=int32, loc=cpu:0, shape=(3,))"
+    assert "dtype=float32" in repr(tp.ones((2, 2)))
+
+
+def test_lazy_until_eval():
+    t = tp.ones((2,)) + 1.0
+    assert t.trace_tensor.producer.kind == "add"
+    t.eval()
+    assert t.trace_tensor.producer.kind == "constant"
+    assert t.tolist() == [2.0, 2.0]
+
+
+def test_bool_and_iter():
+    assert bool(tp.Tensor([1.0]))
+    with pytest.raises(tp.TripyException, match="ambiguous"):
+        bool(tp.Tensor([1.0, 2.0]))
+    with pytest.raises(TypeError, match="Iterating over tensors is not supported"):
+        iter(tp.Tensor([1.0]))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: tp.Tensor(None), "Data argument to Tensor must not be None."),
+    (lambda: tp.Tensor(tp.Tensor([1])), "Cannot initialize Tensor with another Tensor."),
+    (lambda: tp.Tensor([[1, 2], [3]]), "Mismatched dimension sizes in provided sequence."),
+    (lambda: tp.Tensor([1], dtype=tp.float32), "Data type can only be specified for empty lists."),
+    (lambda: tp.Tensor(["a"]), "Unsupported element type."),
+])
+def test_bad_tensor_construction(make, message):
+    with pytest.raises(tp.TripyException) as err:
+        make()
+    assert err.value.summary == message
+    assert err.value.location.file == __file__  # points at the user's line, not ours
+
+
+def test_error_points_at_user_line_with_marker():
+    a = tp.ones((2,), dtype=tp.int32)
+    with pytest.raises(tp.TripyException) as err:
+        a + 1.5  # noqa: B018
+    text = str(err.value)
+    assert "Refusing to automatically cast 'float32' argument to 'int32'." in text
+    assert "a + 1.5" in text
+    assert "^" in text.splitlines()[-1]
+
+
+def test_dtype_contract_violations():
+    with pytest.raises(tp.TripyException, match="Invalid inputs for function: 'exp'") as err:
+        tp.exp(tp.ones((2,), dtype=tp.int32))
+    assert "float32, float16, bfloat16" in str(err.value)
+    with pytest.raises(tp.TripyException, match="to have the same data type"):
+        tp.ones((2,)) + tp.ones((2,), dtype=tp.float16)
+
+
+def test_dimension_and_shape_errors():
+    t = tp.ones((2, 3))
+    with pytest.raises(tp.TripyException, match="Dimension argument is out of bounds") as err:
+        tp.sum(t, dim=2)
+    assert "[-2, 2)" in str(err.value)
+    with pytest.raises(tp.TripyException, match="at most one inferred dimension"):
+        tp.reshape(t, (-1, -1))
+    with pytest.raises(tp.TripyException, match="volumes differ"):
+        tp.reshape(t, (4, 2))
+    with pytest.raises(tp.TripyException, match="Invalid permutation"):
+        tp.permute(t, (0, 0))
+    with pytest.raises(tp.TripyException, match="Shapes are not broadcastable"):
+        tp.ones((2, 3)) + tp.ones((4, 3))
+    with pytest.raises(tp.TripyException, match="Incompatible shapes for matrix multiplication"):
+        tp.ones((2, 3)) @ tp.ones((2, 3))
+    with pytest.raises(tp.TripyException, match="at least 1 dimension"):
+        tp.Tensor(1.0) @ tp.ones((1,))
+    with pytest.raises(tp.TripyException, match="rank of 2 but was attempted to be sliced with 3 indices"):
+        t[0, 0, 0]
+    with pytest.raises(tp.TripyException, match="single ellipsis"):
+        t[..., ...]
+    with pytest.raises(tp.TripyException, match="Concatenated tensors must have equal ranks"):
+        tp.concatenate([t, tp.ones((2,))], dim=0)
+
+
+def test_wrong_argument_type_names_parameter():
+    with pytest.raises(tp.TripyException) as err:
+        tp.sum(tp.ones((2,)), dim=1.0)
+    assert "For parameter: 'dim', expected an instance of type: 'int' but got argument of type: 'float'." in str(err.value)
+
+
+def test_input_info_validation():
+    with pytest.raises(tp.TripyException, match="Invalid bounds for dimension 0") as err:
+        tp.InputInfo(((3, 2, 1), 4), tp.float32)
+    assert "min=3, opt=2, max=1" in str(err.value)
+    with pytest.raises(tp.TripyException, match="'dtype' of InputInfo"):
+        tp.InputInfo((2,), "float32")
+    with pytest.raises(tp.TripyException, match="value_bounds"):
+        tp.DimensionInputInfo((1, 2))
+    assert str(tp.DimensionInputInfo((1, 2, 3))) == "DimensionInputInfo(min=(1,), opt=(2,), max=(3,))"
+    assert tp.DimensionInputInfo((1, 2, 3)).value_bounds.min == (1,)
+    nd = tp.NamedDimension("batch", 1, 2, 3)
+    assert str(nd) == "NamedDimension<name: 'batch', bounds: (1, 2, 3)>"
+    info = tp.InputInfo((nd, 4), tp.float16)
+    assert info.dimension_names == {0: "batch"}
+    assert str(info) == ("InputInfo<Bounds(min=(1, 4), opt=(2, 4), max=(3, 4)), dimension names: {0: 'batch'}, "
+                         "dtype: float16>")
+
+
+def test_unknown_dtype_suggests():
+    with pytest.raises(AttributeError, match="Did you mean: tripy_lab.float32"):
+        tp.float64  # noqa: B018
+
+
+def test_executable_argument_errors():
+    exe = tp.compile(lambda a, b: a + b, args=[tp.InputInfo((2,), tp.float32), tp.InputInfo((2,), tp.float32)])
+    x = tp.ones((2,)).eval()
+    with pytest.raises(tp.TripyException, match="Missing argument: b"):
+        exe(x)
+    with pytest.raises(tp.TripyException, match="Incorrect number of arguments"):
+        exe(x, x, x)
+    with pytest.raises(tp.TripyException, match="Extra keyword arguments: \\['c'\\]"):
+        exe(x, x, c=x)
+    with pytest.raises(tp.TripyException, match="expected data type: float32 but got: float16"):
+        exe(x, tp.ones((2,), dtype=tp.float16).eval())
+    with pytest.raises(tp.TripyException, match="Unexpected tensor rank"):
+        exe(x, tp.ones((2, 1)).eval())
+    with pytest.raises(tp.TripyException, match="Tensor `b` is not evaluated"):
+        exe(x, tp.ones((2,)))
+    assert np.asarray(exe(b=x, a=x)).tolist() == [2.0, 2.0]
+
+
+def test_compile_rejects_non_tensor_return_and_eval_inside():
+    with pytest.raises(tp.TripyException, match="Function must return 1 or more Tensors"):
+        tp.compile(lambda a: 3, args=[tp.InputInfo((2,), tp.float32)])
+
+    def peek(a):
+        print(a)
+        return a
+
+    with pytest.raises(tp.TripyException, match="Cannot evaluate a tensor while compiling"):
+        tp.compile(peek, args=[tp.InputInfo((2,), tp.float32)])
