@@ -7,7 +7,19 @@ from tripy_lab.core import config
 from tripy_lab.core.bounds import Bounds, DimensionInputInfo, InputInfo, NamedDimension
 from tripy_lab.core.device import device
 from tripy_lab.core.dtypes import (
-    bfloat16, bool, dtype, float8, float16, float32, floating, int4, int8, int32, int64, integer)
+    bfloat16,
+    bool,
+    dtype,
+    float8,
+    float16,
+    float32,
+    floating,
+    int4,
+    int8,
+    int32,
+    int64,
+    integer,
+)
 from tripy_lab.core.errors import TripyException
 from tripy_lab.core.logging import logger
 from tripy_lab.executable import Executable, Stream, default_stream
@@ -30,7 +42,8 @@ def __getattr__(name: str):
     from tripy_lab.core.dtypes import SUGGESTIONS
 
     if name in SUGGESTIONS:
-        raise AttributeError(f"module 'tripy_lab' has no attribute '{name}'. Did you mean: tripy_lab.{SUGGESTIONS[name]}?")
+        hint = f"Did you mean: tripy_lab.{SUGGESTIONS[name]}?"
+        raise AttributeError(f"module 'tripy_lab' has no attribute '{name}'. {hint}")
     raise AttributeError(f"module 'tripy_lab' has no attribute '{name}'")
 
 

@@ -109,7 +109,8 @@ def test_dimension_and_shape_errors():
 def test_wrong_argument_type_names_parameter():
     with pytest.raises(tp.TripyException) as err:
         tp.sum(tp.ones((2,)), dim=1.0)
-    assert "For parameter: 'dim', expected an instance of type: 'int' but got argument of type: 'float'." in str(err.value)
+    expected = "For parameter: 'dim', expected an instance of type: 'int' but got argument of type: 'float'."
+    assert expected in str(err.value)
 
 
 def test_input_info_validation():

@@ -293,8 +293,10 @@ class ReferenceCompiled(CompiledEngine):
         origin = self.program.origin_of(op)
         shapes = tuple(tuple(None if d < 0 else d for d in r.type.get_shape()) for r in op.results)
         elem = tuple(dtypes.BY_MLIR[str(r.type.element_type)].name for r in op.results)
-        return LayerRecord(name=f"{op.name.removeprefix('tensorrt.')}_{i}", kind=op.name.removeprefix("tensorrt."),
-                           source_ops=(origin.trace_op,) if origin else (), source_lines=(origin.line,) if origin and origin.line else (),
+        kind = op.name.removeprefix("tensorrt.")
+        source_ops = (origin.trace_op,) if origin else ()
+        source_lines = (origin.line,) if origin and origin.line else ()
+        return LayerRecord(name=f"{kind}_{i}", kind=kind, source_ops=source_ops, source_lines=source_lines,
                            output_shapes=shapes, output_dtypes=elem, kernel="numpy", mlir_ops=(i,))
 
     @property

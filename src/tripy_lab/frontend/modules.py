@@ -122,7 +122,8 @@ class Module:
     def __str__(self) -> str:
         lines = [f"{type(self).__name__}("]
         for name, p in self.named_parameters():
-            lines.append(f"    {name}: Parameter = (shape={tuple(p.shape) if isinstance(p, DefaultParameter) else p.trace_tensor.shape}, dtype={p.dtype}),")
+            shape = tuple(p.shape) if isinstance(p, DefaultParameter) else p.trace_tensor.shape
+            lines.append(f"    {name}: Parameter = (shape={shape}, dtype={p.dtype}),")
         for name, child in self.named_children():
             lines.append(f"    {name}: Module = " + str(child).replace("\n", "\n    ") + ",")
         return "\n".join(lines + [")"])

@@ -6,13 +6,44 @@ from tripy_lab.frontend import ops_math as M
 from tripy_lab.frontend import ops_shape as S
 from tripy_lab.frontend.ops_init import arange, full, full_like, iota, ones, ones_like, zeros, zeros_like
 from tripy_lab.frontend.ops_math import (
-    allclose, cast, cos, equal, exp, gelu, log, masked_fill, matmul, maximum, mean, minimum, prod, relu, rsqrt,
-    sigmoid, silu, sin, softmax, sqrt, tanh, where)
+    allclose,
+    cast,
+    cos,
+    equal,
+    exp,
+    gelu,
+    log,
+    masked_fill,
+    matmul,
+    maximum,
+    mean,
+    minimum,
+    prod,
+    relu,
+    rsqrt,
+    sigmoid,
+    silu,
+    sin,
+    softmax,
+    sqrt,
+    tanh,
+    where,
+)
 from tripy_lab.frontend.ops_math import max as max  # noqa: A004
 from tripy_lab.frontend.ops_math import min as min  # noqa: A004
 from tripy_lab.frontend.ops_math import sum as sum  # noqa: A004
 from tripy_lab.frontend.ops_shape import (
-    concatenate, expand, flatten, gather, permute, reshape, squeeze, stack, transpose, unsqueeze)
+    concatenate,
+    expand,
+    flatten,
+    gather,
+    permute,
+    reshape,
+    squeeze,
+    stack,
+    transpose,
+    unsqueeze,
+)
 from tripy_lab.frontend.tensor import Tensor
 
 PUBLIC = [

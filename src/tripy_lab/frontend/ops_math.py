@@ -11,7 +11,17 @@ from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_shape
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.checks import (
-    ALL9, FLOAT, NUMERIC, NUMERIC_B, check_dtype, check_same_dtype, check_tensor, norm_dim, norm_dims, operand)
+    ALL9,
+    FLOAT,
+    NUMERIC,
+    NUMERIC_B,
+    check_dtype,
+    check_same_dtype,
+    check_tensor,
+    norm_dim,
+    norm_dims,
+    operand,
+)
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
 
 

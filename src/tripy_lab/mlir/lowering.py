@@ -6,7 +6,16 @@ from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    ArrayAttr, DenseResourceAttr, DictionaryAttr, FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr, UnknownLoc)
+    ArrayAttr,
+    DenseResourceAttr,
+    DictionaryAttr,
+    FileLineColLoc,
+    IntAttr,
+    ModuleOp,
+    NameLoc,
+    StringAttr,
+    UnknownLoc,
+)
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
 
@@ -16,7 +25,6 @@ from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.mlir import dialect as trt
 from tripy_lab.mlir.program import MlirProgram, OpOrigin
 from tripy_lab.trace import OPS, Trace, TraceOp
-
 
 
 def tensor_type(shape, dt: dtypes.dtype):
@@ -214,7 +222,9 @@ def _arg_attrs(info) -> DictionaryAttr:
 
 def _location(op: TraceOp):
     loc = op.location
-    inner = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr((loc.col or 0) + 1)) if loc else UnknownLoc()
+    if loc is None:
+        return NameLoc(StringAttr(op.name), UnknownLoc())
+    inner = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr((loc.col or 0) + 1))
     return NameLoc(StringAttr(op.name), inner)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tripy_lab.core.errors import raise_error
+from tripy_lab.core.logging import logger
 from tripy_lab.executable import Executable
 from tripy_lab.pipeline.stages import check_optimization_level
 from tripy_lab.pipeline.tracing import compiling, trace
@@ -13,8 +14,12 @@ def compile(func, optimization_level: int = 3, *, args=(), kwargs=None, engine: 
     """Trace ``func`` once with ``args``/``kwargs`` and build it; the stages stay on ``exe.stages``."""
     check_optimization_level(optimization_level)
     traced = trace(func, args=args, kwargs=kwargs)
+    logger.trace(lambda: traced.as_text())
     lowered = traced.lower()
+    logger.mlir(lambda: lowered.as_text())
     built = lowered.build(engine=engine, optimization_level=optimization_level)
+    logger.timing(lambda: f"trace {traced.seconds * 1e3:.1f} ms, lower {lowered.seconds * 1e3:.1f} ms, "
+                          f"build ({built.report.engine}) {built.seconds * 1e3:.1f} ms")
     return built.executable()
 
 

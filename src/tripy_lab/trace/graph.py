@@ -96,7 +96,8 @@ class Trace:
         lines = ["digraph trace {", "  rankdir=TB;", '  node [fontname="monospace", fontsize=10];']
         for t in self.inputs:
             label = f"{t.name}\\n{t.type_str()}"
-            lines.append(f"  {node(t.name)} [id={q('op-' + t.name)}, shape=invhouse, style=filled, fillcolor=\"#dbeafe\", label={q(label)}];")
+            style = 'shape=invhouse, style=filled, fillcolor="#dbeafe"'
+            lines.append(f"  {node(t.name)} [id={q('op-' + t.name)}, {style}, label={q(label)}];")
         for op in self.ops:
             where = f"\\n{op.location.short}" if op.location else ""
             label = f"{op.name} = {op.kind}{where}"
@@ -105,7 +106,8 @@ class Trace:
                 style = 'shape=note, style=filled, fillcolor="#fef3c7"'
             if op.name == highlight:
                 style += ', color="#dc2626", penwidth=3'
-            lines.append(f"  {node(op.name)} [id={q('op-' + op.name)}, {style}, label={q(label)}, tooltip={q(str(op))}];")
+            ident = q("op-" + op.name)
+            lines.append(f"  {node(op.name)} [id={ident}, {style}, label={q(label)}, tooltip={q(str(op))}];")
         producer_name = {id(t): op.name for op in self.ops for t in op.outputs}
         for op in self.ops:
             for t in op.inputs:
@@ -113,7 +115,9 @@ class Trace:
                 lines.append(f"  {node(src)} -> {node(op.name)} [label={q(t.type_str())}, fontsize=8];")
         for i, t in enumerate(self.outputs):
             out = f"return{i}"
-            lines.append(f"  {q(out)} [shape=house, style=filled, fillcolor=\"#dcfce7\", label={q('return ' + t.name)}];")
-            lines.append(f"  {node(producer_name.get(id(t), t.name))} -> {q(out)} [label={q(t.type_str())}, fontsize=8];")
+            style = 'shape=house, style=filled, fillcolor="#dcfce7"'
+            lines.append(f"  {q(out)} [{style}, label={q('return ' + t.name)}];")
+            src = node(producer_name.get(id(t), t.name))
+            lines.append(f"  {src} -> {q(out)} [label={q(t.type_str())}, fontsize=8];")
         lines.append("}")
         return "\n".join(lines)
