@@ -30,6 +30,21 @@ def _arg_array(name: str, value) -> Any:
                 [f"Expected a tripy Tensor or an array (numpy, cupy, torch, jax), but got: {type(value).__name__}."])
 
 
+def _top_name(leaf: str) -> str:
+    return leaf.split("[", 1)[0].split(".", 1)[0]
+
+
+def _flatten(name: str, value, out: dict) -> None:
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _flatten(f"{name}[{i}]", v, out)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{name}.{k}", v, out)
+    else:
+        out[name] = value
+
+
 def _dtype_of(array) -> dtypes.dtype:
     return dtypes.from_numpy(np.dtype(getattr(array, "dtype", np.asarray(array).dtype)))
 
@@ -47,8 +62,10 @@ class Executable:
         self._return_single = return_single
         self.stages: dict[str, Any] = stages or {}
         self.stream: Stream = default_stream()
+        # Containers of InputInfos were flattened to leaves "name[i]" / "name.key"; callers pass the container.
+        self._params = list(dict.fromkeys(_top_name(n) for n in self._arg_names))
         params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Tensor)
-                  for n in self._arg_names]
+                  for n in self._params]
         ret = Tensor if return_single else tuple[Tensor, ...]
         self.__signature__ = inspect.Signature(params, return_annotation=ret)
 
@@ -61,26 +78,33 @@ class Executable:
         return self._compiled.layers
 
     def __str__(self) -> str:
-        args = ", ".join(f"{n}: Tensor" for n in self._arg_names)
+        args = ", ".join(f"{n}: Tensor" for n in self._params)
         ret = "Tensor" if self._return_single else "Tuple[Tensor, ...]"
         return f"Executable({args}) -> {ret}"
 
     __repr__ = __str__
 
     def _bind(self, args: Sequence, kwargs: dict) -> list:
-        if len(args) > len(self._arg_names):
+        if len(args) > len(self._params):
             raise_error("Incorrect number of arguments.",
-                        [f"Expected {len(self._arg_names)} ({', '.join(self._arg_names)}), but got {len(args)}."])
-        values = dict(zip(self._arg_names, args))
-        extra = [k for k in kwargs if k not in self._arg_names or k in values]
+                        [f"Expected {len(self._params)} ({', '.join(self._params)}), but got {len(args)}."])
+        values = dict(zip(self._params, args))
+        extra = [k for k in kwargs if k not in self._params or k in values]
         if extra:
             raise_error(f"Extra keyword arguments: {extra}",
-                        [f"Parameters are: {', '.join(self._arg_names)}."])
+                        [f"Parameters are: {', '.join(self._params)}."])
         values.update(kwargs)
-        missing = [n for n in self._arg_names if n not in values]
+        missing = [n for n in self._params if n not in values]
         if missing:
             raise_error(f"Missing argument: {', '.join(missing)}", [f"Signature: {self}"])
-        return [values[n] for n in self._arg_names]
+        leaves: dict[str, Any] = {}
+        for name in self._params:
+            _flatten(name, values[name], leaves)
+        absent = [n for n in self._arg_names if n not in leaves]
+        if absent:
+            raise_error(f"Missing argument: {', '.join(absent)}",
+                        ["Pass containers with the same structure as at compile time."])
+        return [leaves[n] for n in self._arg_names]
 
     def _check(self, name: str, info, array) -> None:
         if isinstance(info, DimensionInputInfo):

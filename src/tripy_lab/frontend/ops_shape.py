@@ -21,8 +21,12 @@ def dims_of(t: Tensor) -> list:
 
 
 def _product(values):
-    out = 1
-    for v in values:
+    # Start from the first value, not 1, so a DimensionSize product has no `1 *` op.
+    values = list(values)
+    if not values:
+        return 1
+    out = values[0]
+    for v in values[1:]:
         out = out * v
     return out
 
