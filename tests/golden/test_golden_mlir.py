@@ -113,8 +113,9 @@ def test_golden_mlir(name, request):
 def test_golden_text_parses_back(name):
     low = lowered(name)
     full = low.as_text(elide=False)
-    module = mlir_text.parse_module(full)
-    assert mlir_text.print_module(module) == full
+    resources = {}
+    module = mlir_text.parse_module(full, resources=resources)
+    assert mlir_text.print_module(module, resources=resources) == full
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

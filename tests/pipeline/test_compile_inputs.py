@@ -7,6 +7,7 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab import pipeline
+from tripy_lab.mlir import text as mlir_text
 
 
 def test_kwargs_and_keyword_only_parameters():
@@ -56,6 +57,11 @@ def test_weights_above_the_inline_limit_live_in_resource_blobs(monkeypatch):
     weights = np.arange(32, dtype=np.float32).reshape(4, 8)
     lowered = pipeline.trace(lambda x: x @ tp.Tensor(weights), args=[tp.InputInfo((2, 4), tp.float32)]).lower()
     assert lowered.program.resources  # held as bytes beside the IR
+    full = lowered.as_text(elide=False)
+    assert "dialect_resources" in full  # the full text carries the blobs, so it parses back with its data
+    resources = {}
+    reparsed = mlir_text.parse_module(full, resources=resources)
+    assert mlir_text.print_module(reparsed, resources=resources) == full
     x = np.ones((2, 4), np.float32)
     np.testing.assert_array_equal(np.asarray(lowered.build().executable()(tp.Tensor(x))), x @ weights)
 

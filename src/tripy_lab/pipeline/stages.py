@@ -58,7 +58,8 @@ class Lowered:
 
             self._text_cache[key] = mlir_text.print_module(
                 self.program.module, generic=generic, locations=locations,
-                elide_above=config.elide_constants_above if elide else None)
+                elide_above=config.elide_constants_above if elide else None,
+                resources=None if elide else self.program.resources)
         return self._text_cache[key]
 
     def build(self, engine: str | None = None, optimization_level: int = 3) -> Built:
