@@ -1,0 +1,602 @@
+"""The ``xla`` engine: the MLIR ops of ``program.main()`` translated to jax, compiled by XLA, run.
+
+How a program runs
+------------------
+* Each MLIR op is translated by ``xla_ops.TABLE[op.name]`` inside ``jax.named_scope("<t5>__op<i>")``
+  (the op's trace name, sanitised, plus its index in ``program.ops()``); that scope lands in the
+  ``op_name`` metadata of every HLO instruction XLA makes from it, which is how the layer table maps
+  fused kernels back to trace ops and user lines (``xla_layers``).
+* **Shapes are concrete.** XLA compiles one executable per concrete input signature: the data
+  arguments' shapes plus the values of DimensionInputInfo arguments (host scalars). While tracing,
+  shape computations (``tensorrt.shape``, slices of shapes, i32 scalar arithmetic, concatenations that
+  feed reshape/broadcast/slice/linspace shape operands) run in numpy on static values, so XLA only sees
+  tensor data. The executable for the profile's ``opt`` shapes is built eagerly by ``build``; every
+  other signature inside the bounds is built on first use and cached. ``report.cache`` lists the
+  built signatures and counts hits and misses.
+* Constants with more than ``xla_ops.STATIC_RESULT_LIMIT`` elements are passed to the executable as
+  device-resident arguments (uploaded once at build) instead of being baked into the HLO.
+* ``run`` returns **jax arrays** on every platform, on the device they were computed on (GPU
+  buffers stay on the GPU; on CPU ``np.asarray(out)`` is zero-copy). Inputs may be numpy or jax
+  arrays, or any DLPack producer (cupy, torch), which is imported with ``jax.dlpack.from_dlpack``.
+  ``synchronize()`` blocks until the last results are ready.
+* f32 matrix multiplies and convolutions use ``Precision.HIGHEST`` (no TF32 on GPUs), so results
+  match the reference engine; f16/bf16 run at the native precision.
+
+``optimization_level`` -> XLA options (passed as ``jax.jit(..., compiler_options=...)``)
+------------------------------------------------------------------------------------------
+====== =========================================================================================
+level  XLA options
+====== =========================================================================================
+0      ``xla_backend_optimization_level=0``, ``xla_llvm_disable_expensive_passes=True``,
+       ``xla_gpu_autotune_level=0``: no LLVM optimisation, no GEMM autotuning. Fastest build.
+1      ``xla_backend_optimization_level=1``, ``xla_llvm_disable_expensive_passes=True``,
+       ``xla_gpu_autotune_level=0``.
+2      ``xla_backend_optimization_level=2``, ``xla_gpu_autotune_level=2``.
+3      (default) none: XLA's own defaults (LLVM -O3, autotune level 4), i.e. exactly what a
+       plain ``jax.jit`` does.
+4      XLA defaults plus ``exec_time_optimization_effort=0.5`` (the build option XLA reads to
+       spend more compile time for run time).
+5      ``exec_time_optimization_effort=1.0`` plus ``xla_gpu_exhaustive_tiling_search=True``
+       (GPU: autotune Triton GEMMs over every tile config; slow builds).
+====== =========================================================================================
+
+HLO-level fusion is the same at every level (XLA has no switch for it); the levels trade LLVM
+code generation and GPU autotuning time against run time. Options a jaxlib does not know are
+dropped with a note in ``report.notes``.
+
+Persistent compilation cache
+----------------------------
+With ``BuildOptions.compilation_cache_dir`` set (the pipeline passes ``tp.config.xla_cache_dir()``)
+jax's persistent cache is pointed there with ``jax_persistent_cache_min_compile_time_secs=0`` and
+``jax_persistent_cache_min_entry_size_bytes=0``, so every executable is written; a build in a new
+process finds it. Hits and misses come from jax's monitoring events
+(``/jax/compilation_cache/cache_hits`` / ``cache_misses``) and are recorded per built signature in
+``report.cache``. Compiles run with ``jax_traceback_in_locations_limit=0`` (locations hold only the
+named scopes, so they do not depend on the caller's stack) and with
+``jax_compilation_cache_include_metadata_in_key=True``, so a cached executable always carries the
+op names of the program that asked for it. These settings are process-wide jax config (the cache dir
+is shared by every jax user in the process).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import re
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+from tripy_lab.core.errors import TripyException
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+
+OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
+    0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
+        "xla_gpu_autotune_level": 0},
+    1: {"xla_backend_optimization_level": 1, "xla_llvm_disable_expensive_passes": True,
+        "xla_gpu_autotune_level": 0},
+    2: {"xla_backend_optimization_level": 2, "xla_gpu_autotune_level": 2},
+    3: {},
+    4: {"exec_time_optimization_effort": 0.5},
+    5: {"exec_time_optimization_effort": 1.0, "xla_gpu_exhaustive_tiling_search": True},
+}
+
+_CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits", "/jax/compilation_cache/cache_misses": "misses"}
+_EVENT_COUNTS = {"hits": 0, "misses": 0}
+_LISTENING = False
+
+
+def _listen() -> None:
+    global _LISTENING
+    if _LISTENING:
+        return
+    import jax
+
+    def on_event(event: str, **kwargs) -> None:
+        key = _CACHE_EVENTS.get(event)
+        if key:
+            _EVENT_COUNTS[key] += 1
+
+    jax.monitoring.register_event_listener(on_event)
+    _LISTENING = True
+
+
+def scope_name(trace_name: str | None, index: int) -> str:
+    """The jax named scope of MLIR op ``index``: ``%t5`` -> ``t5__op3`` (``xla_layers`` reads it back)."""
+    base = re.sub(r"[^A-Za-z0-9_]", "_", trace_name or "").strip("_") or "anon"
+    return f"{base}__op{index}"
+
+
+def loc_name(op) -> str:
+    """The trace op name on an op's location: ``loc("%t5"(...))`` -> ``"%t5"`` ("" when unnamed)."""
+
+    def find(loc) -> str:
+        desc = getattr(loc, "desc", None)  # xDSL's NameLoc keeps the name in `desc`
+        if isinstance(getattr(desc, "data", None), str):
+            return desc.data
+        inner = getattr(loc, "locations", None)  # FusedLoc
+        for sub in getattr(inner, "data", inner) or ():
+            if name := find(sub):
+                return name
+        return ""
+
+    return find(getattr(op, "location", None))
+
+
+def _configure_persistent_cache(path: str) -> None:
+    import jax
+    from jax._src import compilation_cache as cc
+
+    os.makedirs(path, exist_ok=True)
+    if jax.config.jax_compilation_cache_dir != path:
+        jax.config.update("jax_compilation_cache_dir", path)
+        try:
+            if cc.is_initialized():
+                cc.reset_cache()  # the cache object is bound to the old dir
+        except Exception:  # private API; a failed reset only means the old dir keeps being used
+            pass
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def _compile_contexts(x64: bool) -> ExitStack:
+    from jax._src import config as jc
+
+    stack = ExitStack()
+    for name, value in (("traceback_in_locations_limit", 0), ("compilation_cache_include_metadata_in_key", True)):
+        state = getattr(jc, name, None)
+        if state is not None:
+            stack.enter_context(state(value))
+    if x64:
+        stack.enter_context(jc.enable_x64(True))
+    return stack
+
+
+def _x64():
+    from jax._src import config as jc
+
+    return jc.enable_x64(True)
+
+
+def _fmt_sig(names: Sequence[str], shapes: Sequence[tuple], dim_names: Sequence[str], dims: Sequence[int]) -> str:
+    parts = [f"{n}={'x'.join(map(str, s)) if s else 'scalar'}" for n, s in zip(names, shapes)]
+    parts += [f"{n}={v}" for n, v in zip(dim_names, dims)]
+    return ", ".join(parts) or "()"
+
+
+@dataclass
+class _OpPlan:
+    index: int
+    op: Any
+    fn: Any
+    scope: str
+    trace_name: str
+    line: str
+    static_ok: bool
+    location: Any = None
+
+
+@dataclass
+class _Built:
+    """One executable: a concrete input signature."""
+
+    key: tuple
+    label: str
+    call: Any  # jitted function object: call(*data_args, *consts)
+    compiled: Any
+    lowered: Any
+    lower_s: float
+    compile_s: float
+    persistent: str  # "hit" / "miss" / "off"
+    _layers: list[LayerRecord] | None = None
+    _hlo: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def hlo(self) -> str:
+        if self._hlo is None:
+            self._hlo = self.compiled.as_text()
+        return self._hlo
+
+
+class XlaCompiled(CompiledEngine):
+    def __init__(self, program, options: BuildOptions):
+        import jax
+
+        t0 = time.perf_counter()
+        self.program = program
+        self.options = options
+        self._jax = jax
+        main = program.main()
+        self._block_args = list(main.body.block.args)
+        names = list(program.arg_names) or [f"arg{i}" for i in range(len(self._block_args))]
+        self._arg_names = names
+        infos = program.input_infos
+        self._data_pos = [i for i, n in enumerate(names) if not isinstance(infos.get(n), DimensionInputInfo)]
+        self._dim_pos = [i for i, n in enumerate(names) if isinstance(infos.get(n), DimensionInputInfo)]
+        from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of, shape_of
+
+        self._arg_dtypes = [NUMPY_DTYPES[elem_of(a.type)] for a in self._block_args]
+        self._arg_types = [shape_of(a.type) for a in self._block_args]
+        self._x64 = self._uses_64bit()
+        self._plans = self._plan()
+        self._op_names = {p.index: p.trace_name for p in self._plans if p.trace_name}
+        self._lines = {p.trace_name: p.line for p in self._plans if p.trace_name and p.line}
+        ret = main.body.block.last_op
+        self._outputs = list(ret.operands) if ret is not None and ret.name == "func.return" else []
+        self._consts, self._lifted = self._lift_constants()
+
+        platform = jax.default_backend()
+        dev = jax.devices()[0]
+        self.device = dev
+        device = "cpu" if platform == "cpu" else f"{platform} ({dev.device_kind})"
+        self.report = BuildReport(engine="xla", device=device)
+        level = int(options.optimization_level)
+        if level not in OPT_LEVEL_OPTIONS:
+            raise TripyException(f"Invalid optimization_level {level} for the xla engine.", ["Expected 0..5."])
+        self._xla_options = dict(OPT_LEVEL_OPTIONS[level])
+        opts = ", ".join(f"{k}={v}" for k, v in self._xla_options.items()) or "XLA defaults"
+        self.report.notes.append(f"optimization_level={level} -> {opts}")
+        self.report.notes.append(f"jax {jax.__version__} on {dev.platform}:{dev.id} ({dev.device_kind})")
+        if self._consts:
+            self.report.notes.append(f"{len(self._consts)} large constant(s) passed as device-resident arguments")
+        _listen()
+        cache_dir = options.compilation_cache_dir
+        if cache_dir:
+            _configure_persistent_cache(cache_dir)
+        self.report.cache.update({"persistent_dir": cache_dir or jax.config.jax_compilation_cache_dir or "off",
+                                  "persistent_hits": 0, "persistent_misses": 0,
+                                  "shapes_built": [], "hits": 0, "misses": 0})
+        self._execs: dict[tuple, _Built] = {}  # signature (shapes, dims) -> executable
+        self._calls: dict[tuple, Any] = {}  # call key (type, shape, dtype per arg; dim values) -> caller(args)
+        self._last: Any = None
+        self._opt: _Built | None = None
+        self._key_simple = not self._dim_pos
+
+        shapes, dims = self._opt_signature()
+        if shapes is not None:
+            self._opt = self._build(shapes, dims, "opt")
+            self.report.extra_stages["stablehlo"] = self._opt.lowered.as_text()
+            self.report.extra_stages["hlo"] = self._opt.hlo
+        else:
+            self.report.notes.append("no opt signature (arguments without shape profiles): built on first run")
+        self.report.notes.append(f"build took {time.perf_counter() - t0:.3f}s")
+
+    # ------------------------------------------------------------------------------------ planning
+    def _uses_64bit(self) -> bool:
+        def wide(t) -> bool:
+            from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of
+
+            try:
+                return NUMPY_DTYPES[elem_of(t)].itemsize == 8
+            except Exception:
+                return False
+
+        if any(wide(a.type) for a in self._block_args):
+            return True
+        return any(wide(r.type) for op in self.program.ops() for r in op.results)
+
+    def _plan(self) -> list[_OpPlan]:
+        from tripy_lab.engine.xla_ops import STATIC_OK, TABLE
+
+        plans, missing = [], []
+        for i, op in enumerate(self.program.ops()):
+            fn = TABLE.get(op.name)
+            if fn is None:
+                missing.append(op.name)
+                continue
+            trace_name = loc_name(op)
+            origin = self.program.origins.get(trace_name) if trace_name else None
+            plans.append(_OpPlan(i, op, fn, scope_name(trace_name, i), trace_name, origin.line if origin else "",
+                                 op.name in STATIC_OK, origin.location if origin else None))
+        if missing:
+            raise TripyException("The xla engine cannot translate these ops.", [", ".join(sorted(set(missing)))])
+        return plans
+
+    def _lift_constants(self):
+        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value
+
+        consts, lifted = [], []
+        for p in self._plans:
+            if p.op.name != "tensorrt.constant":
+                continue
+            shape = p.op.results[0].type.get_shape()
+            if int(np.prod(shape, dtype=np.int64)) > STATIC_RESULT_LIMIT:
+                value = constant_value(p.op, self.program)
+                consts.append(self._jax.device_put(value))
+                lifted.append(p.index)
+        return consts, lifted
+
+    def _opt_signature(self):
+        shapes, dims = [], []
+        for i in self._data_pos:
+            info = self.program.input_infos.get(self._arg_names[i])
+            if isinstance(info, InputInfo):
+                shapes.append(tuple(info.shape_bounds.opt))
+            elif all(d is not None for d in self._arg_types[i]):
+                shapes.append(tuple(self._arg_types[i]))
+            else:
+                return None, None
+        for i in self._dim_pos:
+            dims.append(int(self.program.input_infos[self._arg_names[i]].value_bounds.opt[0]))
+        return shapes, dims
+
+    # ------------------------------------------------------------------------------------ tracing
+    def _make_fn(self, dims: Sequence[int]):
+        import jax
+        import jax.numpy as jnp
+
+        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, OpContext
+
+        plans, program = self._plans, self.program
+        block_args, data_pos, dim_pos = self._block_args, self._data_pos, self._dim_pos
+        dim_values = {block_args[i]: np.asarray(v, dtype=self._arg_dtypes[i]) for i, v in zip(dim_pos, dims)}
+        outputs, lifted_idx = self._outputs, self._lifted
+
+        def main(*flat):
+            env: dict = dict(dim_values)
+            for k, i in enumerate(data_pos):
+                env[block_args[i]] = flat[k]
+            lifted = dict(zip(lifted_idx, flat[len(data_pos):]))
+            for p in plans:
+                op = p.op
+                vals = [env[v] for v in op.operands]
+                static = p.static_ok and p.index not in lifted and all(isinstance(v, np.ndarray) for v in vals)
+                ctx = OpContext(op, p.index, env, np if static else jnp, program, p.line, p.trace_name, p.location)
+                ctx.lifted = lifted
+                with jax.named_scope(p.scope):
+                    results = self._apply(p, vals, ctx)
+                    if static and any(np.size(r) > STATIC_RESULT_LIMIT for r in results):
+                        ctx.xp = jnp
+                        results = self._apply(p, vals, ctx)
+                    results = self._check(p, ctx, results)
+                for res, val in zip(op.results, results):
+                    env[res] = val
+            return tuple(jnp.asarray(env[v]) for v in outputs)
+
+        return main
+
+    @staticmethod
+    def _apply(p: _OpPlan, vals, ctx):
+        try:
+            if ctx.xp is np:
+                with np.errstate(all="ignore"):
+                    out = p.fn(p.op, vals, ctx)
+                return [np.asarray(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in out]
+            return list(p.fn(p.op, vals, ctx))
+        except TripyException:
+            raise
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise ctx.error(f"translation failed: {type(exc).__name__}: {first}",
+                            [f"Operand shapes: {[tuple(np.shape(v)) for v in vals]}"]) from exc
+
+    @staticmethod
+    def _check(p: _OpPlan, ctx, results):
+        out = []
+        for i, r in enumerate(results):
+            want = ctx.result_shape(i)
+            got = tuple(r.shape)
+            if len(want) != len(got) or any(w is not None and w != g for w, g in zip(want, got)):
+                raise ctx.error(f"result {i} has shape {got}, but its MLIR type says {want}.")
+            dt = ctx.result_dtype(i)
+            if np.dtype(r.dtype) != dt:
+                r = r.astype(dt)
+            out.append(r)
+        return out
+
+    # ------------------------------------------------------------------------------------ building
+    @staticmethod
+    def _sig(shapes, dims) -> tuple:
+        return tuple(tuple(s) for s in shapes), tuple(int(d) for d in dims)
+
+    def _build(self, shapes, dims, why: str) -> _Built:
+        jax = self._jax
+        label = _fmt_sig([self._arg_names[i] for i in self._data_pos], shapes,
+                         [self._arg_names[i] for i in self._dim_pos], dims)
+        fn = self._make_fn(dims)
+        fn.__name__ = "main"
+        # parameter names show up in the StableHLO/HLO (``%x.1 = f32[8,16] parameter(0)``)
+        pnames = [re.sub(r"\W", "_", self._arg_names[i]) or f"arg{i}" for i in self._data_pos]
+        pnames += [f"const_op{i}" for i in self._lifted]
+        fn.__signature__ = inspect.Signature(
+            [inspect.Parameter(n if n.isidentifier() else f"arg_{n}", inspect.Parameter.POSITIONAL_ONLY)
+             for n in pnames])
+        avals = [jax.ShapeDtypeStruct(tuple(s), self._arg_dtypes[i]) for s, i in zip(shapes, self._data_pos)]
+        avals += [jax.ShapeDtypeStruct(c.shape, c.dtype) for c in self._consts]
+        options = dict(self._xla_options)
+        notes = []
+        while True:
+            jitted = jax.jit(fn, compiler_options=options or None)
+            before = dict(_EVENT_COUNTS)
+            with _compile_contexts(self._x64):
+                t0 = time.perf_counter()
+                lowered = jitted.lower(*avals)
+                t1 = time.perf_counter()
+                try:
+                    compiled = lowered.compile()
+                except Exception as exc:  # an option this jaxlib does not know: drop it and retry
+                    m = re.search(r"No such compile option: '(\w+)'", str(exc))
+                    if m and m.group(1) in options:
+                        options.pop(m.group(1))
+                        notes.append(f"dropped XLA option {m.group(1)} (unknown to this jaxlib)")
+                        continue
+                    raise TripyException("XLA failed to compile the program.", [str(exc).splitlines()[0]]) from exc
+                t2 = time.perf_counter()
+            break
+        hits = _EVENT_COUNTS["hits"] - before["hits"]
+        misses = _EVENT_COUNTS["misses"] - before["misses"]
+        persistent = "hit" if hits else ("miss" if misses else "off")
+        built = _Built(self._sig(shapes, dims), label, jitted, compiled, lowered, t1 - t0, t2 - t1,
+                       persistent, notes=notes)
+        self._execs[built.key] = built
+        c = self.report.cache
+        c["persistent_hits"] += hits
+        c["persistent_misses"] += misses
+        c["shapes_built"].append(label)
+        self.report.notes.extend(notes)
+        self.report.notes.append(f"built {label} ({why}): lower {t1 - t0:.3f}s, compile {t2 - t1:.3f}s, "
+                                 f"persistent cache {persistent}")
+        return built
+
+    def _validate(self, args) -> tuple[list, list, list]:
+        """Concrete (shapes, dims, converted data args) of a call; checks dtypes and bounds."""
+        if len(args) != len(self._block_args):
+            raise TripyException(f"Expected {len(self._block_args)} arguments, got {len(args)}.")
+        shapes, dims, data = [], [], []
+        named: dict[str, tuple[int, str]] = {}
+        for i in self._data_pos:
+            name = self._arg_names[i]
+            a = self._to_jax_compatible(args[i])
+            data.append(a)
+            dt = np.dtype(a.dtype)
+            if dt != self._arg_dtypes[i]:
+                raise TripyException(f"Argument '{name}' has dtype {dt}, expected {self._arg_dtypes[i]}.")
+            shape = tuple(int(d) for d in a.shape)
+            info = self.program.input_infos.get(name)
+            want = self._arg_types[i]
+            if len(shape) != len(want):
+                raise TripyException(f"Argument '{name}' has rank {len(shape)}, expected {len(want)}.")
+            if isinstance(info, InputInfo):
+                b = info.shape_bounds
+                for d, (s, lo, hi) in enumerate(zip(shape, b.min, b.max)):
+                    if not lo <= s <= hi:
+                        raise TripyException(f"Argument '{name}' dim {d} is {s}, outside its bounds [{lo}, {hi}].",
+                                             [f"Shape {shape}; {b}."])
+                for d, dn in info.dimension_names.items():
+                    if dn in named and named[dn][0] != shape[d]:
+                        raise TripyException(f"Dimension '{dn}' must be equal everywhere: {named[dn][1]} has "
+                                             f"{named[dn][0]}, '{name}' dim {d} has {shape[d]}.")
+                    named.setdefault(dn, (shape[d], f"'{name}' dim {d}"))
+            else:
+                for d, (s, w) in enumerate(zip(shape, want)):
+                    if w is not None and s != w:
+                        raise TripyException(f"Argument '{name}' dim {d} is {s}, expected {w}.")
+            shapes.append(shape)
+        for i in self._dim_pos:
+            name = self._arg_names[i]
+            v = int(np.asarray(args[i]).reshape(()))
+            b = self.program.input_infos[name].value_bounds
+            if not b.min[0] <= v <= b.max[0]:
+                raise TripyException(f"DimensionInputInfo argument '{name}' is {v}, outside [{b.min[0]}, {b.max[0]}].")
+            dims.append(v)
+        return shapes, dims, data
+
+    def _to_jax_compatible(self, a):
+        if isinstance(a, (np.ndarray, self._jax.Array)):
+            return a
+        if isinstance(a, (np.generic, int, float, bool)):
+            return np.asarray(a)
+        if hasattr(a, "__dlpack__"):
+            x = self._jax.dlpack.from_dlpack(a)
+            if x.devices() != {self.device}:
+                x = self._jax.device_put(x, self.device)
+            return x
+        return np.asarray(a)
+
+    # ------------------------------------------------------------------------------------ running
+    def run(self, args: Sequence[Any]) -> list[Any]:
+        try:
+            if self._key_simple:
+                call = self._calls[tuple([(type(a), a.shape, a.dtype) for a in args])]
+            else:
+                call = self._calls[self._key(args)]
+        except (KeyError, AttributeError, TypeError):
+            return self._run_miss(args)
+        self.report.cache["hits"] += 1
+        out = self._last = call(args)
+        return list(out)
+
+    def _key(self, args) -> tuple:
+        key = [(type(a), a.shape, a.dtype) for a in args]
+        for i in self._dim_pos:
+            key[i] = int(args[i])
+        return tuple(key)
+
+    def _caller(self, built: _Built, convert: bool):
+        """The cheapest ``call(args) -> outputs`` for this executable and these argument types."""
+        fn, consts, data_pos = built.call, tuple(self._consts), self._data_pos
+        if not self._dim_pos and not consts:
+            call = lambda args: fn(*args)  # noqa: E731
+        elif not self._dim_pos:
+            call = lambda args: fn(*args, *consts)  # noqa: E731
+        else:
+            call = lambda args: fn(*[args[i] for i in data_pos], *consts)  # noqa: E731
+        if self._x64:
+            plain = call
+
+            def call(args):
+                with _x64():
+                    return plain(args)
+        if convert:
+            inner, conv = call, self._to_jax_compatible
+            call = lambda args: inner([conv(a) for a in args])  # noqa: E731
+        return call
+
+    def _run_miss(self, args):
+        shapes, dims, data = self._validate(args)
+        sig = self._sig(shapes, dims)
+        built = self._execs.get(sig)
+        if built is None:
+            self.report.cache["misses"] += 1
+            built = self._build(shapes, dims, "first use")
+        else:
+            self.report.cache["hits"] += 1
+        native = (np.ndarray, self._jax.Array)
+        convert = any(not isinstance(args[i], native) for i in self._data_pos)
+        call = self._caller(built, convert)
+        try:
+            key = tuple([(type(a), a.shape, a.dtype) for a in args]) if self._key_simple else self._key(args)
+            self._calls[key] = call
+        except (AttributeError, TypeError):  # arguments without shape/dtype: never cached, always converted
+            pass
+        out = self._last = call(list(args))
+        return list(out)
+
+    def synchronize(self) -> None:
+        if self._last is not None:
+            self._jax.block_until_ready(self._last)
+
+    # ------------------------------------------------------------------------------------ describing
+    @property
+    def layers(self) -> list[LayerRecord]:
+        built = self._opt or next(iter(self._execs.values()), None)
+        return self.layers_for(built) if built is not None else []
+
+    def layers_for(self, built: _Built) -> list[LayerRecord]:
+        from tripy_lab.engine.xla_layers import layer_records
+
+        if built._layers is None:
+            built._layers = layer_records(built.hlo, self._op_names, self._lines)
+        return built._layers
+
+    @property
+    def built_signatures(self) -> list[str]:
+        return [b.label for b in self._execs.values()]
+
+    def executables(self) -> dict[str, _Built]:
+        return {b.label: b for b in self._execs.values()}
+
+
+class XlaEngine(Engine):
+    name = "xla"
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        if importlib.util.find_spec("jax") is None:
+            return False, "jax is not installed (pip install 'tripy-lab[xla]')"
+        try:
+            from importlib.metadata import version
+
+            return True, f"jax {version('jax')} is installed"
+        except Exception:
+            return True, "jax is installed"
+
+    def build(self, program, options: BuildOptions) -> CompiledEngine:
+        return XlaCompiled(program, options)
