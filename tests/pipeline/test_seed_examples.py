@@ -111,9 +111,15 @@ def test_bad_optimization_level(level):
     assert repr(level) in str(err.value)
 
 
-def test_timing_cache_path(tmp_path, monkeypatch):
+def test_timing_cache_path(tmp_path, monkeypatch, engine):
     path = tmp_path / "cache" / "timing.cache"
     monkeypatch.setattr(tp.config, "timing_cache_file_path", str(path))
     exe = tp.compile(add, args=[tp.InputInfo((2,), tp.float32)] * 2)
     report = exe.stages["built"].report
-    assert "none" in report.cache["timing_cache"]  # the reference engine has no cache, and says so
+    assert report.engine == engine
+    if engine == "reference":
+        assert "none" in report.cache["timing_cache"]  # the reference engine has no cache, and says so
+    else:
+        # XLA's persistent compilation cache lives next to the timing cache path.
+        assert report.cache["persistent_dir"] == str(path) + "-xla"
+        assert (tmp_path / "cache" / "timing.cache-xla").is_dir()
