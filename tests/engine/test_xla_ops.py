@@ -645,3 +645,74 @@ def test_int64_programs_run_with_x64():
     assert out.dtype == np.int64
     np.testing.assert_array_equal(out, a + np.array([2**40, 1, -(2**40)]))
     np.testing.assert_array_equal(run_np(c, a)[0], out)  # cached path too
+
+
+# ---------------------------------------------------------------------------------------------- static (numpy) path
+
+STATIC_CASES = {
+    "element_wise": lambda b, x: b.add(d.ElementWiseOp(x, x, "kPROD")),
+    "int_div": lambda b, x: b.add(d.ElementWiseOp(b.add(d.CastOp(x, "i32")), b.const(np.array([[3, -2, 5]],
+                                                                                              np.int32)), "kDIV")),
+    "unary": lambda b, x: b.add(d.UnaryOp(x, "kERF")),
+    "activation": lambda b, x: b.add(d.ActivationOp(x, "kGELU_ERF")),
+    "matmul": lambda b, x: b.add(d.MatrixMultiplyOp(x, x, "kNONE", "kTRANSPOSE")),
+    "reduce": lambda b, x: b.add(d.ReduceOp(x, "kAVG", [1], keep_dims=True)),
+    "softmax": lambda b, x: b.add(d.SoftmaxOp(x, 0)),
+    "slice_reflect": lambda b, x: b.add(d.SliceOp(x, [-1, -2], [4, 7], [1, 1], tensor_type((4, 7), "f32"),
+                                                  mode="kREFLECT")),
+    "slice_fill": lambda b, x: b.add(d.SliceOp(x, [-1, 1], [3, 3], [1, 1], tensor_type((3, 3), "f32"), mode="kFILL",
+                                               fill=b.const(np.array(7.0, np.float32)))),
+    "slice_fill_strided": lambda b, x: b.add(d.SliceOp(x, [-1, 2], [2, 3], [2, -1], tensor_type((2, 3), "f32"),
+                                                       mode="kFILL", fill=b.const(np.array(7.0, np.float32)))),
+    "gather": lambda b, x: b.add(d.GatherOp(x, b.const(np.array([2, -1, 5], np.int32)), 1)),
+    "select": lambda b, x: b.add(d.SelectOp(b.add(d.ElementWiseOp(x, b.const(np.zeros((1, 1), np.float32)),
+                                                                  "kGREATER")), x,
+                                            b.const(np.full((1, 3), -1.0, np.float32)))),
+    "concat_transpose": lambda b, x: b.add(d.TransposeOp(b.add(d.ConcatenationOp([x, x], 0)), [1, 0])),
+    "broadcast": lambda b, x: b.add(d.BroadcastOp(x, [1, 2], tensor_type((2, 2, 3), "f32"))),
+    "collapse_expand": lambda b, x: b.add(d.CollapseRankOp(b.add(d.ExpandRankOp(x, tensor_type((2, 1, 3), "f32"))),
+                                                           tensor_type((2, 3), "f32"))),
+    "shuffle": lambda b, x: b.add(d.ShuffleOp(x, tensor_type((3, 2), "f32"), [1, 0], [0, 1], reshape=[0, -1])),
+    "shape_cast": lambda b, x: b.add(d.CastOp(b.add(d.ShapeOp(x)), "f32")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STATIC_CASES))
+def test_static_numpy_path_matches_the_traced_path(case):
+    """The same op on a constant (evaluated in numpy while tracing) and on an input (traced by jax)."""
+    value = np.array([[0.5, -1.25, 2.0], [-0.75, 1.5, 3.0]], np.float32)
+    outs = []
+    for as_const in (True, False):
+        b = ProgramBuilder()
+        x_in = b.input("x", (2, 3))
+        x = b.const(value) if as_const else x_in
+        prog = b.program(STATIC_CASES[case](b, x))
+        outs.append(run_np(build(prog), value)[0])
+    assert outs[0].dtype == outs[1].dtype and outs[0].shape == outs[1].shape
+    np.testing.assert_allclose(outs[0].astype(np.float64), outs[1].astype(np.float64), rtol=1e-5, atol=1e-6)
+
+
+def test_large_static_results_are_left_to_xla():
+    """A broadcast of a scalar constant to a big shape is not materialised in numpy at trace time."""
+    b = ProgramBuilder()
+    x = b.input("x", (64, 64))
+    one = b.const(np.ones((1, 1), np.float32))
+    big = b.add(d.BroadcastOp(one, [0, 1], tensor_type((64, 64), "f32")))
+    prog = b.program(b.add(d.ElementWiseOp(x, big, "kSUM")))
+    c = build(prog)
+    text = c.report.extra_stages["stablehlo"]
+    assert "broadcast_in_dim" in text and len(text) < 2000, text[:500]
+    np.testing.assert_allclose(run_np(c, np.zeros((64, 64), np.float32))[0], 1.0)
+
+
+def test_float16_sums_and_softmax_accumulate_in_float32():
+    x = (np.random.default_rng(3).uniform(0, 1, (2, 4096))).astype(np.float16)
+    b = ProgramBuilder()
+    xv = b.input("x", x.shape, "f16")
+    prog = b.program(b.add(d.ReduceOp(xv, "kSUM", [1])), b.add(d.SoftmaxOp(xv, 1)))
+    s, sm = run_np(build(prog), x)
+    assert s.dtype == np.float16 and sm.dtype == np.float16
+    ref = x.astype(np.float32).sum(1)
+    np.testing.assert_allclose(s.astype(np.float32), ref, rtol=1e-3)
+    e = np.exp(x.astype(np.float32) - x.astype(np.float32).max(1, keepdims=True))
+    np.testing.assert_allclose(sm.astype(np.float32), e / e.sum(1, keepdims=True), rtol=1e-2, atol=1e-6)

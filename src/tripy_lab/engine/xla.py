@@ -154,14 +154,19 @@ def _compile_contexts(x64: bool) -> ExitStack:
         if state is not None:
             stack.enter_context(state(value))
     if x64:
-        stack.enter_context(jc.enable_x64(True))
+        stack.enter_context(_x64())
     return stack
 
 
 def _x64():
-    from jax._src import config as jc
+    import jax
 
-    return jc.enable_x64(True)
+    state = getattr(jax, "enable_x64", None)  # public since jax 0.7
+    if state is None:
+        from jax._src import config as jc
+
+        state = jc.enable_x64
+    return state(True)
 
 
 def _fmt_sig(names: Sequence[str], shapes: Sequence[tuple], dim_names: Sequence[str], dims: Sequence[int]) -> str:

@@ -145,6 +145,10 @@ def _is_int(dt) -> bool:
     return np.issubdtype(np.dtype(dt), np.integer)
 
 
+def _is_low_float(dt) -> bool:
+    return np.dtype(dt).kind in "fV" and np.dtype(dt).itemsize < 4 or np.dtype(dt).name == "bfloat16"
+
+
 def _is_bool(dt) -> bool:
     return np.dtype(dt) == np.bool_
 
@@ -283,20 +287,22 @@ def _reduce(op, args, ctx):
     kind = ctx.attr("reduceOperation")
     if kind not in _REDUCE:
         raise ctx.error(f"unknown reduce operation {kind!r}")
-    out = getattr(ctx.xp, _REDUCE[kind])(x, axis=axes, keepdims=keep)
+    acc = x.astype(np.float32) if _is_low_float(x.dtype) and kind in ("kSUM", "kPROD", "kAVG") else x
+    out = getattr(ctx.xp, _REDUCE[kind])(acc, axis=axes, keepdims=keep)
     return [ctx.xp.asarray(out).astype(x.dtype)]
 
 
 @register("softmax", static_ok=True)
 def _softmax(op, args, ctx):
     (x,) = args
-    xp, axis = ctx.xp, int(ctx.attr("axis"))
+    xp, axis, dt = ctx.xp, int(ctx.attr("axis")), x.dtype
+    xf = x.astype(np.float32) if _is_low_float(dt) else x  # f16/bf16 accumulate in f32
     if not ctx.static_mode:
         import jax
 
-        return [jax.nn.softmax(x, axis=axis)]
-    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
-    return [e / xp.sum(e, axis=axis, keepdims=True)]
+        return [jax.nn.softmax(xf, axis=axis).astype(dt)]
+    e = xp.exp(xf - xp.max(xf, axis=axis, keepdims=True))
+    return [(e / xp.sum(e, axis=axis, keepdims=True)).astype(dt)]
 
 
 # ---------------------------------------------------------------------------------------------- shapes, data movement
