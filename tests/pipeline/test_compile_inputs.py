@@ -93,3 +93,11 @@ def test_stage_objects_have_text_and_timing():
     assert built.layers[0].kind == "activation"
     assert built.layers[0].source_lines[0].startswith("test_compile_inputs.py:")
     assert exe.stages["built"] is built
+
+
+@pytest.mark.parametrize("index", [np.s_[1:], np.s_[::-1], np.s_[-2:, ::-1], np.s_[1:-1:2, 0], np.s_[None, :2]])
+def test_slicing_dynamic_dims_matches_numpy(index):
+    exe = tp.compile(lambda x: x[index], args=[tp.InputInfo(((2, 3, 5), 2), tp.float32)])
+    for rows in (2, 3, 5):
+        a = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
+        np.testing.assert_array_equal(np.asarray(exe(tp.Tensor(a))), a[index])

@@ -65,8 +65,18 @@ def to_numpy(dt: dtype) -> np.dtype:
     return np.dtype(dt.numpy)
 
 
+_FROM_NUMPY: dict[np.dtype, dtype] = {}
+
+
 def from_numpy(npdt) -> dtype:
     """Map a numpy (or ml_dtypes) dtype to a tripy dtype; widen float64 -> float32 like tripy does for data."""
+    cached = _FROM_NUMPY.get(npdt)
+    if cached is None:
+        cached = _FROM_NUMPY[npdt] = _from_numpy(npdt)
+    return cached
+
+
+def _from_numpy(npdt) -> dtype:
     npdt = np.dtype(npdt)
     name = npdt.name
     if name in BY_NAME:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import re
@@ -47,6 +48,7 @@ class SourceLocation:
         return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_internal(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_PKG_DIR) or filename.startswith("<frozen")
 

@@ -12,7 +12,7 @@ from tripy_lab.core.arrays import device_kind, to_host
 from tripy_lab.core.device import device as Device
 from tripy_lab.core.errors import raise_error
 from tripy_lab.core.source import user_location
-from tripy_lab.trace import TraceTensor, apply
+from tripy_lab.trace import TraceOp, TraceTensor, apply
 
 # Set by tripy_lab.pipeline at import: runs the one pipeline on a tensor and returns its array.
 _EVALUATOR: Callable[[TraceTensor], Any] | None = None
@@ -90,6 +90,14 @@ class Tensor:
         else:
             raise_error("Unsupported data for Tensor.", [f"Got an object of type: {type(data).__name__}."])
         self.trace_tensor = constant(array, dt, loc, name=name)
+
+    @classmethod
+    def _from_array(cls, array, dt: dtypes.dtype) -> Tensor:
+        """An evaluated tensor around an engine's output: no data checks, no stack walk (the hot path)."""
+        t = object.__new__(_OutputTensor)
+        t._array = array
+        t._dtype = dt
+        return t
 
     @classmethod
     def _wrap(cls, tt: TraceTensor) -> Tensor:
@@ -209,6 +217,23 @@ class Tensor:
             fn = ops.METHODS[name]
             return lambda *a, **k: fn(self, *a, **k)
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+
+
+class _OutputTensor(Tensor):
+    """An Executable's output: its trace tensor is made only when something asks for it."""
+
+    @property
+    def trace_tensor(self) -> TraceTensor:
+        tt = self.__dict__.get("_tt")
+        if tt is None:
+            tt = TraceTensor(shape=tuple(self._array.shape), dtype=self._dtype)
+            tt.producer = TraceOp("constant", [], [tt], {"value": self._array, "dtype": self._dtype})
+            self.__dict__["_tt"] = tt
+        return tt
+
+    @trace_tensor.setter
+    def trace_tensor(self, tt: TraceTensor) -> None:
+        self.__dict__["_tt"] = tt
 
 
 class DimensionSize(Tensor):
