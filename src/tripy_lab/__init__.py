@@ -3,6 +3,7 @@
 ``import tripy_lab as tp`` stays light: no jax, IPython, pandas or graphviz are imported here.
 """
 
+from tripy_lab import types  # tp.types: TensorLike, IntLike, ShapeLike
 from tripy_lab.core import config
 from tripy_lab.core.bounds import Bounds, DimensionInputInfo, InputInfo, NamedDimension
 from tripy_lab.core.device import device
@@ -24,6 +25,7 @@ from tripy_lab.core.errors import TripyException
 from tripy_lab.core.logging import logger
 from tripy_lab.executable import Executable, Stream, default_stream
 from tripy_lab.frontend import DimensionSize, Embedding, LayerNorm, Linear, Module, Sequential, Tensor
+from tripy_lab.frontend.modules_nn import BatchNorm, Conv, ConvTranspose, GroupNorm, InstanceNorm
 from tripy_lab.frontend.ops import *  # noqa: F403 - the public op namespace
 from tripy_lab.frontend.ops import PUBLIC as _OPS
 from tripy_lab.pipeline import compile
@@ -35,6 +37,7 @@ __all__ = [
     "Linear", "Module", "NamedDimension", "Sequential", "Stream", "Tensor", "TripyException", "bfloat16",
     "bool", "compile", "config", "default_stream", "device", "dtype", "float8", "float16", "float32",
     "floating", "int4", "int8", "int32", "int64", "integer", "logger", *_OPS,
+    "BatchNorm", "Conv", "ConvTranspose", "GroupNorm", "InstanceNorm", "types",
 ]
 
 

@@ -16,6 +16,7 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.errors import TripyException
 from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+from tripy_lab.engine.reference_nn import TABLE_NN
 from tripy_lab.mlir.dialect import attr_value
 
 
@@ -262,6 +263,7 @@ TABLE: dict[str, Callable] = {
     "tensorrt.normalization": lambda op, a, env, prog: _normalization(op, a[0], a[1], a[2]),
     "tensorrt.top_k": lambda op, a, env, prog: _top_k(op, a[0]),
 }
+TABLE.update(TABLE_NN)  # layer ops of the full Tripy API (issue 3): engine/reference_nn.py
 
 
 def _cast(x, dt):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from tripy_lab.frontend import ops_index as X
 from tripy_lab.frontend import ops_math as M
 from tripy_lab.frontend import ops_shape as S
-from tripy_lab.frontend.ops_init import arange, full, full_like, iota, ones, ones_like, zeros, zeros_like
+from tripy_lab.frontend.ops_device import copy
+from tripy_lab.frontend.ops_index import flip, pad, repeat, split
+from tripy_lab.frontend.ops_init import full, full_like, iota, ones, ones_like, zeros, zeros_like
 from tripy_lab.frontend.ops_math import (
     allclose,
     cast,
@@ -32,6 +35,12 @@ from tripy_lab.frontend.ops_math import (
 from tripy_lab.frontend.ops_math import max as max  # noqa: A004
 from tripy_lab.frontend.ops_math import min as min  # noqa: A004
 from tripy_lab.frontend.ops_math import sum as sum  # noqa: A004
+from tripy_lab.frontend.ops_nn import avgpool, iota_like, maxpool, outer, plugin, resize, tril, triu
+from tripy_lab.frontend.ops_quant import dequantize, quantize
+from tripy_lab.frontend.ops_range import arange
+from tripy_lab.frontend.ops_reduce import all as all  # noqa: A004
+from tripy_lab.frontend.ops_reduce import any as any  # noqa: A004
+from tripy_lab.frontend.ops_reduce import argmax, argmin, cumsum, topk, var
 from tripy_lab.frontend.ops_shape import (
     concatenate,
     expand,
@@ -52,12 +61,15 @@ PUBLIC = [
     "minimum", "ones", "ones_like", "permute", "prod", "relu", "reshape", "rsqrt", "sigmoid", "silu", "sin",
     "softmax", "sqrt", "squeeze", "stack", "sum", "tanh", "transpose", "unsqueeze", "where", "zeros",
     "zeros_like",
+    # issue 3: the rest of Tripy's functions
+    "all", "any", "argmax", "argmin", "avgpool", "copy", "cumsum", "dequantize", "flip", "iota_like", "maxpool",
+    "outer", "pad", "plugin", "quantize", "repeat", "resize", "split", "topk", "tril", "triu", "var",
 ]
 
 # Tensor methods that forward to the functions.
 METHODS = {
     "cast": cast, "reshape": reshape, "transpose": transpose, "flatten": flatten, "permute": permute,
-    "squeeze": squeeze, "unsqueeze": unsqueeze,
+    "squeeze": squeeze, "unsqueeze": unsqueeze, "copy": copy,
 }
 
 
@@ -72,7 +84,7 @@ def _bind_operators() -> None:
         "__mod__": M.mod, "__rmod__": reflected(M.mod), "__pow__": M.pow, "__rpow__": reflected(M.pow),
         "__lt__": M.less, "__gt__": M.greater, "__le__": M.le, "__ge__": M.ge, "__eq__": M.eq, "__ne__": M.ne,
         "__or__": M.logical_or, "__invert__": M.logical_not, "__neg__": M.neg, "__abs__": M.abs,
-        "__matmul__": matmul, "__rmatmul__": reflected(matmul), "__getitem__": S.getitem,
+        "__matmul__": matmul, "__rmatmul__": reflected(matmul), "__getitem__": X.getitem,
     }
     for name, fn in table.items():
         setattr(Tensor, name, fn)

@@ -205,9 +205,10 @@ def cast(input, dtype):  # noqa: A002
         raise_error("Invalid value for parameter: 'dtype' of 'cast'.", [f"Expected a tripy dtype, got: {dtype!r}."])
     if input.dtype is dtype:
         return input
-    if D.int4 in (input.dtype, dtype) or D.float8 in (input.dtype, dtype):
-        raise_error("Casting to or from int4/float8 is not supported.",
-                    [f"Got a cast from {input.dtype} to {dtype}; tripy-lab does not emulate quantized types."])
+    from tripy_lab.frontend import ops_quant
+
+    if ops_quant.needs_quant_cast(input.dtype, dtype):  # int4/float8 go through (de)quantize with scale 1
+        return ops_quant.cast_quantized(input, dtype)
     out = make1("cast", [input], {"dtype": dtype})
     return out
 

@@ -23,6 +23,7 @@ from tripy_lab.core import config, dtypes
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.mlir import dialect as trt
+from tripy_lab.mlir.lowering_nn import LOWERING_NN
 from tripy_lab.mlir.program import MlirProgram, OpOrigin
 from tripy_lab.trace import OPS, Trace, TraceOp
 
@@ -196,6 +197,7 @@ LOWERING: dict[str, Callable] = {
     "gather": _gather, "where": _where, "cast": _cast, "iota": _iota, "arange": _arange,
     "layer_norm": _layer_norm, "matmul": _matmul,
 }
+LOWERING.update(LOWERING_NN)  # the full Tripy API (issue 3)
 for _row in OPS.values():
     family = {"element_wise": _element_wise, "unary": _unary, "activation": _activation, "reduce": _reduce}
     if _row.tensorrt_op in family and _row.name not in LOWERING:
@@ -204,6 +206,8 @@ for _row in OPS.values():
 
 def _takes_static(op: TraceOp, i: int, t) -> bool:
     """Slice start/size/stride with known values are printed as static lists, not SSA operands."""
+    if op.kind in ("slice_fill", "slice_reflect"):
+        return 0 < i < 4 and t.value is not None and t.value.size > 0
     return op.kind == "slice" and i > 0 and t.value is not None
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tripy_lab.core import dtypes
 from tripy_lab.core.errors import raise_error
+from tripy_lab.trace import rules_nn as nn
 from tripy_lab.trace.ir import TraceTensor
 
 Shape = tuple[int | None, ...]
@@ -194,6 +195,22 @@ ROWS: list[OpDef] = [
     OpDef("iota", "linspace", None, _iota),
     OpDef("arange", "linspace", None, _arange),
     OpDef("layer_norm", "normalization", None, _same),
+    # The full Tripy API (issue 3): shape rules in trace/rules_nn.py.
+    OpDef("slice_fill", "slice", "kFILL", nn.padded_slice),
+    OpDef("slice_reflect", "slice", "kREFLECT", nn.padded_slice),
+    OpDef("top_k_max", "top_k", "kMAX", nn.top_k),
+    OpDef("top_k_min", "top_k", "kMIN", nn.top_k),
+    OpDef("instance_norm", "normalization", None, nn.same),
+    OpDef("conv", "convolution", None, nn.conv),
+    OpDef("deconv", "deconvolution", None, nn.deconv),
+    OpDef("max_pool", "pooling", "kMAX", nn.pool),
+    OpDef("avg_pool", "pooling", "kAVERAGE", nn.pool),
+    OpDef("resize_nearest", "resize_nearest", None, nn.resize),
+    OpDef("resize_linear", "resize_linear", None, nn.resize),
+    OpDef("resize_cubic", "resize_cubic", None, nn.resize),
+    OpDef("quantize", "quantize", None, nn.quant),
+    OpDef("dequantize", "dequantize", None, nn.quant),
+    OpDef("plugin", "opaque_plugin", None, nn.plugin),
 ]
 
 OPS: dict[str, OpDef] = {row.name: row for row in ROWS}
