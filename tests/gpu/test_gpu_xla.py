@@ -1,0 +1,101 @@
+"""GPU path of the xla engine: runs on the GPU machine with `pytest -m gpu tests/gpu`.
+
+Executables take numpy, cupy, torch and jax arrays through DLPack and return tensors that stay on the GPU.
+"""
+
+import numpy as np
+import pytest
+
+import tripy_lab as tp
+
+pytestmark = pytest.mark.gpu
+jax = pytest.importorskip("jax")
+if not any(d.platform == "gpu" for d in jax.devices()):
+    pytest.skip("no CUDA device for jax", allow_module_level=True)
+
+
+def mlp(x, w, b):
+    return tp.tanh(x @ w + b) * 2.0
+
+
+W = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+B = np.random.default_rng(1).standard_normal(8).astype(np.float32)
+
+
+def expected(x):
+    return np.tanh(x @ W + B) * 2.0
+
+
+@pytest.fixture(scope="module")
+def exe():
+    return tp.compile(mlp, args=[tp.InputInfo(((1, 4, 64), 16), tp.float32), tp.Tensor(W), tp.Tensor(B)],
+                      engine="xla")
+
+
+def test_engine_builds_for_the_gpu(exe):
+    assert "gpu" in exe.stages["built"].report.device
+    rows = exe.stages["built"].layers
+    assert any(len(r.source_ops) >= 2 for r in rows), [r.as_dict() for r in rows]
+
+
+def test_numpy_in_gpu_out(exe):
+    x = np.random.default_rng(2).standard_normal((5, 16)).astype(np.float32)
+    out = exe(tp.Tensor(x))
+    assert out.device.kind == "gpu"
+    np.testing.assert_allclose(np.asarray(out), expected(x), rtol=1e-5, atol=1e-5)
+
+
+def test_cupy_in_cupy_out(exe):
+    cp = pytest.importorskip("cupy")
+    x = cp.random.standard_normal((7, 16), dtype=cp.float32)
+    out = exe(x)
+    y = cp.from_dlpack(out)
+    assert isinstance(y, cp.ndarray)
+    np.testing.assert_allclose(y.get(), expected(x.get()), rtol=1e-5, atol=1e-5)
+
+
+def test_torch_in_torch_out(exe):
+    torch = pytest.importorskip("torch")
+    x = torch.randn(3, 16, device="cuda", dtype=torch.float32)
+    y = torch.from_dlpack(exe(x))
+    assert y.is_cuda
+    np.testing.assert_allclose(y.cpu().numpy(), expected(x.cpu().numpy()), rtol=1e-5, atol=1e-5)
+
+
+def test_jax_in_jax_out(exe):
+    x = jax.device_put(np.ones((4, 16), np.float32), jax.devices("gpu")[0])
+    y = jax.dlpack.from_dlpack(exe(x))
+    assert next(iter(y.devices())).platform == "gpu"
+    np.testing.assert_allclose(np.asarray(y), expected(np.ones((4, 16), np.float32)), rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_shapes_and_bounds_on_gpu(exe):
+    for rows in (1, 33, 64):
+        x = np.full((rows, 16), 0.1, np.float32)
+        np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x))), expected(x), rtol=1e-5, atol=1e-5)
+    with pytest.raises(tp.TripyException, match="outside the bounds"):
+        exe(tp.Tensor(np.ones((65, 16), np.float32)))
+
+
+def test_gpu_matches_reference_engine():
+    x = np.random.default_rng(3).standard_normal((6, 16)).astype(np.float32)
+    ref = tp.compile(mlp, args=[tp.InputInfo((6, 16), tp.float32), tp.Tensor(W), tp.Tensor(B)], engine="reference")
+    gpu = tp.compile(mlp, args=[tp.InputInfo((6, 16), tp.float32), tp.Tensor(W), tp.Tensor(B)], engine="xla")
+    np.testing.assert_allclose(np.asarray(gpu(tp.Tensor(x))), np.asarray(ref(tp.Tensor(x))), rtol=1e-5, atol=1e-5)
+
+
+def test_timing_with_cuda_events(exe):
+    cp = pytest.importorskip("cupy")
+    x = cp.ones((64, 16), dtype=cp.float32)
+    exe(x)
+    exe.synchronize()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    for _ in range(20):
+        out = exe(x)
+    exe.synchronize()
+    stop.record()
+    stop.synchronize()
+    ms = cp.cuda.get_elapsed_time(start, stop) / 20
+    assert 0 < ms < 50
+    assert cp.from_dlpack(out).shape == (64, 8)
