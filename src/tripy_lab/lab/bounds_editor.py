@@ -44,7 +44,7 @@ class DimRow:
         label = "value" if index is None else f"dim {index}" + (f" ({d.name})" if d.name else "")
         self.label = W.Label(label, layout=W.Layout(width="110px"))
         self.toggle = W.ToggleButton(value=not d.static, description="dynamic", tooltip="static / dynamic",
-                                     layout=W.Layout(width="80px"))
+                                     layout=W.Layout(width="90px"))
         self.range = W.IntRangeSlider(value=(d.min, d.max), min=0, max=self.limit, description="min/max",
                                       continuous_update=False, layout=W.Layout(width="320px"))
         self.opt = W.IntSlider(value=d.opt, min=d.min, max=max(d.max, d.min), description="opt",

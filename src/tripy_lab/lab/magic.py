@@ -39,7 +39,7 @@ Options:
     --engine ENGINE                reference, xla or tensorrt (default: tp.config.engine, else the best one)
     --no-widgets                   compile once and print a summary: no editor, no tabs
     --auto-build-ms MS             rebuild on each change while the last build took < MS (default 1000)
-    --debounce-ms MS               wait MS after the last edit before re-tracing (default 150)
+    --debounce-ms MS               wait MS after the last edit before re-tracing (default 50)
 
 With widgets: a bounds editor (dtype, static/dynamic, min/max and opt sliders, exact min:opt:max
 text) and tabs Trace | MLIR | Engine | Run & time | Log | Error | Crosswalk. Every edit re-traces and

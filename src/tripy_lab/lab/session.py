@@ -23,7 +23,8 @@ class Settings:
     """Lab-wide defaults; ``%%tpcompile --auto-build-ms/--debounce-ms`` override them per cell."""
 
     auto_build_seconds: float = 1.0  # rebuild on every change while the last build took less than this
-    debounce_seconds: float = 0.15  # wait this long after the last edit before re-tracing
+    # Sliders send on release (continuous_update=False), so the wait only merges bursts of edits.
+    debounce_seconds: float = 0.05  # wait this long after the last edit before re-tracing
     cache_size: int = 32  # traced/lowered/built stages kept per session, by bounds
 
 

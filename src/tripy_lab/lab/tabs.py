@@ -6,6 +6,8 @@ import html
 
 from tripy_lab.lab import crosswalk, views
 
+MAX_GRAPH_OPS = 600  # above this, the Trace tab shows the listing only (the Crosswalk tab still draws)
+
 
 def _ms(seconds) -> str:
     return "" if seconds is None else f"{seconds * 1e3:.1f} ms"
@@ -13,7 +15,10 @@ def _ms(seconds) -> str:
 
 def trace_graph(traced, highlight: str | None = None) -> tuple[str | None, str, str]:
     """(svg or None, dot, note) for a trace; op nodes carry ``id="op-%tN"``."""
-    dot = crosswalk.trace_dot(traced, highlight)
+    n_ops = len(traced.trace.ops)
+    dot = views.fast_layout(crosswalk.trace_dot(traced, highlight), n_ops)
+    if n_ops > MAX_GRAPH_OPS:
+        return None, dot, f"{n_ops} ops: too many to draw on every edit (limit {MAX_GRAPH_OPS}); see the listing."
     svg, note = views.render_svg(dot)
     return svg, dot, note
 

@@ -13,9 +13,10 @@ from tripy_lab.lab.session import Session
 
 TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk")
 _KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk")
-ENGINES = [("default", None), ("reference", "reference"), ("xla", "xla"), ("tensorrt", "tensorrt")]
+ENGINES = ["default", "reference", "xla", "tensorrt"]  # "default": tp.config.engine, else the best installed
 CSS = """<style>
 .tripy-stale { opacity: 0.45; filter: grayscale(1); }
+.tripy-lab .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; max-width: none; min-width: 90px; }
 .tripy-lab .tripy-table td, .tripy-lab .tripy-table th { padding: 1px 8px; text-align: left; }
 </style>"""
 
@@ -30,10 +31,10 @@ class LabWidget:
         self.status = W.HTML()
         self.build_button = W.Button(description="Build", icon="cogs", button_style="primary")
         self.build_button.on_click(lambda _: self.session.build())
-        self.engine = W.Dropdown(options=ENGINES, value=session.engine, description="engine",
-                                 layout=W.Layout(width="190px"))
+        self.engine = W.Dropdown(options=ENGINES, value=session.engine or "default", description="engine",
+                                 layout=W.Layout(width="200px"))
         self.level = W.Dropdown(options=list(range(6)), value=session.optimization_level, description="-O",
-                                layout=W.Layout(width="120px"))
+                                style={"description_width": "24px"}, layout=W.Layout(width="90px"))
         self.engine.observe(self._on_engine, "value")
         self.level.observe(self._on_engine, "value")
         self.auto_ms = W.FloatText(value=session.auto_build_seconds * 1e3, description="auto-build < ms",
@@ -137,7 +138,8 @@ class LabWidget:
 
     # -- controls -------------------------------------------------------------------------------------
     def _on_engine(self, _change) -> None:
-        self.session.set_engine(self.engine.value, self.level.value)
+        engine = None if self.engine.value == "default" else self.engine.value
+        self.session.set_engine(engine, self.level.value)
         s = self.session
         if s.stale & {"engine"} and (s.last_build_seconds or 0) < s.auto_build_seconds:
             s.build()
