@@ -15,8 +15,9 @@ TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk
 _KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk")
 ENGINES = ["default", "reference", "xla", "tensorrt"]  # "default": tp.config.engine, else the best installed
 CSS = """<style>
-.tripy-stale { opacity: 0.45; filter: grayscale(1); }
+.tripy-stale { opacity: 0.55; }
 .tripy-lab .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; max-width: none; min-width: 90px; }
+.tripy-lab .widget-html > .widget-html-content { flex: 1 1 auto; min-width: 0; overflow-x: auto; }
 .tripy-lab .tripy-table td, .tripy-lab .tripy-table th { padding: 1px 8px; text-align: left; }
 </style>"""
 
@@ -74,8 +75,9 @@ class LabWidget:
             self.run_out.value = "<i>engine changed: run or time again</i>"
         if "log" in changed:
             self.dirty.add("log")
-        # The fast tabs are the point of the loop: always refresh them; the rest when shown.
-        for key in ("trace", "mlir"):
+        # The fast tabs are the point of the loop: always refresh them (and the cheap engine/error ones);
+        # the log and the crosswalk when shown.
+        for key in ("trace", "mlir", "engine", "error"):
             if key in self.dirty:
                 self._render(key)
         self._render_visible()

@@ -77,15 +77,17 @@ def mlir_html(
     body = highlight(text if text.endswith("\n") else text + "\n", MlirLexer(), formatter)
     rows = body.rstrip("\n").split("\n")
     width = len(str(len(rows)))
-    hang = f"padding-left:{width + 5}ch;text-indent:-{width + 5}ch;" if linenos else ""
+    # Long lines wrap with a hanging indent past the line number (profiles stay readable); inline styles
+    # because JupyterLab's widget CSS sets white-space/word-break on nested blocks.
+    hang = "white-space:pre-wrap;word-break:normal;"
+    hang += f"padding-left:{width + 5}ch;text-indent:-{width + 5}ch;" if linenos else ""
     out = []
     for i, row in enumerate(rows, start=1):
         bg = "background:#fee2e2;" if i in highlight_lines else ""
         num = f'<span style="color:#9ca3af;user-select:none">{i:>{width}} </span>' if linenos else ""
-        # Long lines wrap with a hanging indent past the line number (profiles stay readable).
         out.append(f'<div class="tripy-mlir-line" data-line="{i}" style="{bg}{hang}">{num}{row or " "}</div>')
-    return ('<pre class="tripy-mlir" style="font-size:12px;line-height:1.35;margin:0;'
-            'white-space:pre-wrap;overflow-wrap:anywhere">' + "".join(out) + "</pre>")
+    style = "font-size:12px;line-height:1.35;margin:0;overflow-wrap:anywhere;min-width:0;max-width:100%;flex:1 1 auto"
+    return f'<pre class="tripy-mlir" style="{style}">' + "".join(out) + "</pre>"
 
 
 # -- graph ------------------------------------------------------------------------------------------
