@@ -125,3 +125,35 @@ def test_debouncer_coalesces_triggers_on_a_running_loop():
     assert calls == [1]
     Debouncer(lambda: calls.append(2), 0.5)()  # no running loop: immediate
     assert calls == [1, 2]
+
+
+def test_building_state_is_announced_before_the_build():
+    s, _, _ = session(add, "a=f32[2] b=f32[2]")
+    statuses = []
+    s.listeners.append(lambda changed: statuses.append((s.status(), s.building)))
+    s.refresh()
+    assert (("building…", "busy"), True) in statuses
+    assert statuses[-1][0][1] == "ok" and not statuses[-1][1]
+
+
+def test_schedule_marks_every_tab_stale_until_the_refresh():
+    s, _, _ = session(add, "a=f32[1:2:3] b=f32[1:2:3]")
+    s.refresh()
+    s.debouncer.delay = 10.0  # no running loop: still immediate
+    seen = []
+    s.listeners.append(lambda changed: seen.append(set(s.stale)))
+    s.model.set_opt("a", 0, 3)
+    s.schedule()
+    assert seen[0] == {"trace", "mlir", "engine", "run"}
+    assert s.stale == set()
+
+
+def test_build_errors_are_reported_with_their_stage():
+    s, _, _ = session(add, "a=f32[2] b=f32[2]")
+    s.refresh()
+    s.set_engine("no-such-engine")
+    s.build()
+    info = s.error_info()
+    assert info["stage"] == "build" and "engine" in info["summary"]
+    s.set_engine("reference")  # back to the cached good build: the build error is gone
+    assert s.error is None and s.stale == set()

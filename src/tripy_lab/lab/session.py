@@ -231,6 +231,9 @@ class Session:
         cached = self._built.get(self._build_key())
         changed = {"status", "stale", "log"}
         if cached is not None:
+            if self.error_stage == "build":  # back to a build that worked
+                self.error, self.error_stage, self.error_op = None, "", None
+                changed.add("error")
             self._use_build(cached, changed, hit=True)
         else:
             self.stale |= set(SLOW_TABS)
