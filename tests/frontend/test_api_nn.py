@@ -328,10 +328,27 @@ def test_copy_to_cpu_and_errors():
     assert computed.device.kind == "gpu"
     host = tp.copy(computed, tp.device("cpu"))
     assert host.device.kind == "cpu" and host.tolist() == [[2.0, 2.0], [2.0, 2.0]]
-    # The Tensor method. (The reference engine leaves results in host memory, so `computed` is on the CPU now.)
+    # The Tensor method, on a fresh computed tensor: after eval, where `computed` lives depends on the engine
+    # (the reference engine leaves results in host memory, GPU engines on the GPU).
     assert (tp.ones((2,)) * 3.0).copy(tp.device("cpu")).tolist() == [3.0, 3.0]
-    assert computed.device.kind == "cpu"
     with pytest.raises(tp.TripyException, match="Copying within the same device kind is not currently supported."):
         tp.copy(tp.Tensor([1.0]), tp.device("cpu"))
     with pytest.raises(tp.TripyException, match="expected an instance of type: 'tripy.device'"):
         tp.copy(tp.Tensor([1.0]), "gpu")
+
+
+def test_gpu_placement_without_a_gpu_library_is_a_clear_error(monkeypatch):
+    import importlib
+
+    real_import = importlib.import_module
+
+    def no_gpu_libraries(name, *args, **kwargs):
+        if name in ("cupy", "torch"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", no_gpu_libraries)
+    with pytest.raises(tp.TripyException, match="Placing data on the GPU needs a CUDA GPU and cupy or torch."):
+        tp.copy(tp.Tensor([1.0]), tp.device("gpu"))
+    with pytest.raises(tp.TripyException, match="Placing data on the GPU needs"):
+        tp.Tensor([1.0], device=tp.device("gpu"))

@@ -14,7 +14,7 @@ from tripy_lab.frontend.checks import check_tensor
 from tripy_lab.frontend.tensor import Tensor, constant, wrap
 
 
-def _to_gpu(host: np.ndarray):
+def to_gpu(host: np.ndarray):
     """A CUDA array holding ``host``: through cupy or torch, whichever is installed with a usable GPU."""
     if host.dtype.kind not in "biuf" or host.dtype.name in ("bfloat16", "float8_e4m3fn", "int4"):
         raise_error("Copying this data type to the GPU is not supported.",
@@ -35,7 +35,7 @@ def _to_gpu(host: np.ndarray):
             return lib.from_numpy(np.ascontiguousarray(host)).cuda()
         except Exception as exc:  # no driver / no device
             reasons.append(f"{name} failed: {exc}")
-    raise_error("Copying to the GPU needs a CUDA GPU and cupy or torch.", reasons)
+    raise_error("Placing data on the GPU needs a CUDA GPU and cupy or torch.", reasons)
 
 
 def copy(input, device) -> Tensor:  # noqa: A002 - tripy's parameter name
@@ -50,5 +50,5 @@ def copy(input, device) -> Tensor:  # noqa: A002 - tripy's parameter name
                     [f"The tensor is already in {input.device.kind} memory; tp.copy moves data between 'cpu' and "
                      "'gpu'."])
     host = to_host(input.eval()._data())
-    array = np.array(host, copy=True) if device.kind == "cpu" else _to_gpu(host)
+    array = np.array(host, copy=True) if device.kind == "cpu" else to_gpu(host)
     return wrap(constant(array, input.dtype, user_location()))

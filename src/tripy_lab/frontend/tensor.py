@@ -80,6 +80,10 @@ class Tensor:
             _check_ragged(data)
             dt = dtype or _infer_python_dtype(data)
             array = np.asarray(data, dtype=dtypes.to_numpy(dt))
+            if device is not None and device.kind == "gpu":  # tp.device("gpu"): allocate on the GPU
+                from tripy_lab.frontend.ops_device import to_gpu
+
+                array = to_gpu(array)
         elif hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) or hasattr(data, "__array__"):
             array = data if hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) else np.asarray(data)
             host_dtype = getattr(array, "dtype", None)
