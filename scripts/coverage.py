@@ -348,7 +348,9 @@ def render(rows: list[Row]) -> str:
         "Every public name of Tripy (nvtripy 0.1.7): implemented in tripy-lab, or unsupported with the reason.",
         "For names that build a graph, an engine runs the name when every MLIR op its lowering emits (last",
         "column, from an example call) has an entry in that engine's table; ✗ names the missing entries, or the",
-        "clear error the engine gives. `host` = runs in Python, without MLIR.",
+        "clear error the engine gives. `host` = runs in Python, without MLIR. The tensorrt column says the",
+        "TensorRT engine's table has a layer builder for every op; that engine has never been run (TensorRT",
+        "cannot be installed where tripy-lab is developed and tested).",
         "",
     ]
     counts = {"implemented": 0, "unsupported": 0, "missing": 0}
