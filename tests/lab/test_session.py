@@ -1,6 +1,7 @@
 """The two-speed loop without widgets: caching, auto-build threshold, engine-only rebuilds, errors."""
 
 import asyncio
+import threading
 
 import tripy_lab as tp
 from tripy_lab.lab import spec as S
@@ -121,9 +122,18 @@ def test_debouncer_coalesces_triggers_on_a_running_loop():
         await asyncio.sleep(0.08)
         assert not d.pending
 
-    asyncio.run(main())
+    # A thread of its own: pytest-playwright's sync API leaves a loop registered on the main thread.
+    worker = threading.Thread(target=asyncio.run, args=(main(),))
+    worker.start()
+    worker.join()
     assert calls == [1]
-    Debouncer(lambda: calls.append(2), 0.5)()  # no running loop: immediate
+
+    def no_loop():
+        Debouncer(lambda: calls.append(2), 0.5)()  # no running loop: immediate
+
+    worker = threading.Thread(target=no_loop)
+    worker.start()
+    worker.join()
     assert calls == [1, 2]
 
 
@@ -139,7 +149,6 @@ def test_building_state_is_announced_before_the_build():
 def test_schedule_marks_every_tab_stale_until_the_refresh():
     s, _, _ = session(add, "a=f32[1:2:3] b=f32[1:2:3]")
     s.refresh()
-    s.debouncer.delay = 10.0  # no running loop: still immediate
     seen = []
     s.listeners.append(lambda changed: seen.append(set(s.stale)))
     s.model.set_opt("a", 0, 3)
