@@ -1,5 +1,5 @@
 """Shape and layout ops: reshape, permute, transpose, flatten, squeeze, unsqueeze, expand,
-concatenate, stack, gather and ``__getitem__``."""
+concatenate, stack and gather (``__getitem__`` is in ops_index.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import math
 from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import shapes
-from tripy_lab.frontend.build import make1, shape_constant
-from tripy_lab.frontend.checks import ALL9, check_dtype, check_int, check_tensor, norm_dim, norm_dims
-from tripy_lab.frontend.tensor import DimensionSize, Tensor
+from tripy_lab.frontend.build import make1
+from tripy_lab.frontend.checks import ALL9, check_dtype, check_tensor, norm_dim, norm_dims
+from tripy_lab.frontend.tensor import Tensor
 
 NOT_F8 = tuple(d for d in ALL9 if d is not D.float8)
 BASIC = (D.float32, D.float16, D.bfloat16, D.int8, D.int32, D.int64, D.bool)
@@ -189,91 +189,3 @@ def gather(input, dim: int, index) -> Tensor:  # noqa: A002
     check_dtype("gather", "index", index, (D.int32, D.int64))
     d = norm_dim("gather", dim, input.rank)
     return make1("gather", [input, index], {"dim": d})
-
-
-# ---- __getitem__ ----
-def _clamp(v, lo, hi):
-    from tripy_lab.frontend import ops_math
-
-    if isinstance(v, int) and isinstance(lo, int) and isinstance(hi, int):
-        return max(lo, min(v, hi))
-    return ops_math.maximum(ops_math.minimum(v, hi), lo)
-
-
-def _slice_params(size, s: slice):
-    """(start, count, step) for one dim with Python's slicing rules; size may be a DimensionSize."""
-    step = 1 if s.step is None else check_int("__getitem__", "step", s.step)
-    if step == 0:
-        raise_error("Slice step cannot be zero.")
-    for name, v in (("start", s.start), ("stop", s.stop)):
-        if v is not None and not shapes.is_intlike(v):
-            raise_error(f"Slice {name} must be an integer or a DimensionSize.", [f"Got: {v!r}."])
-
-    def wrap_index(v, default, lo, hi):
-        if v is None:
-            return default
-        if isinstance(v, int) and v < 0:
-            v = v + size
-        return _clamp(v, lo, hi)
-
-    if step > 0:
-        start = wrap_index(s.start, 0, 0, size)
-        stop = wrap_index(s.stop, size, 0, size)
-        count = _clamp((stop - start + (step - 1)) // step, 0, size)
-    else:
-        start = wrap_index(s.start, size - 1, -1, size - 1)
-        stop = wrap_index(s.stop, -1, -1, size - 1)
-        count = _clamp((start - stop + (-step - 1)) // (-step), 0, size)
-    return start, count, step
-
-
-def getitem(t: Tensor, index) -> Tensor:
-    """Basic indexing: ints, slices (negative, steps), None and one Ellipsis, or a Tensor (gather)."""
-    if isinstance(index, Tensor) and not isinstance(index, DimensionSize):
-        return gather(t, 0, index)
-    items = list(index) if isinstance(index, tuple) else [index]
-    if sum(1 for i in items if i is Ellipsis) > 1:
-        raise_error("Slicing index can only have a single ellipsis ('...')", [f"Got index: {index!r}."])
-    used = sum(1 for i in items if i is not None and i is not Ellipsis)
-    if used > t.rank:
-        raise_error(f"Input tensor has a rank of {t.rank} but was attempted to be sliced with {used} indices",
-                    [f"Got index: {index!r}."])
-    if Ellipsis in items:
-        pos = items.index(Ellipsis)
-        items = items[:pos] + [slice(None)] * (t.rank - used) + items[pos + 1:]
-    items += [slice(None)] * (t.rank - sum(1 for i in items if i is not None))
-    starts, counts, steps, out_dims = [], [], [], []
-    full = all(item is None or item == slice(None) for item in items)
-    reshape_needed = any(item is None or shapes.is_intlike(item) for item in items)
-    d = 0
-    for item in items:
-        if item is None:
-            out_dims.append(1)
-            continue
-        size = shapes.dim(t, d)
-        if full:
-            out_dims.append(size)
-            d += 1
-            continue
-        if isinstance(item, slice):
-            start, count, step = _slice_params(size, item)
-            out_dims.append(count)
-        elif shapes.is_intlike(item):
-            start = item + size if isinstance(item, int) and item < 0 else item
-            if isinstance(start, int) and isinstance(size, int) and not 0 <= start < size:
-                raise_error("Index out of range.", [f"Index {item} is out of range for dim {d} of size {size}."])
-            count, step = 1, 1
-        else:
-            raise_error("Invalid index type.", [f"Expected an int, slice, None, ... or Tensor, got: {item!r}."])
-        starts.append(start)
-        counts.append(count)
-        steps.append(step)
-        d += 1
-    if full:
-        sliced = t
-    else:
-        sliced = make1("slice", [t, shapes.shape_tensor(starts), shapes.shape_tensor(counts),
-                                 shape_constant(steps)])
-    if not reshape_needed:
-        return sliced
-    return _reshape_raw(sliced, out_dims)
