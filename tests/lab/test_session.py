@@ -166,3 +166,13 @@ def test_build_errors_are_reported_with_their_stage():
     assert info["stage"] == "build" and "engine" in info["summary"]
     s.set_engine("reference")  # back to the cached good build: the build error is gone
     assert s.error is None and s.stale == set()
+
+
+def test_build_button_uses_the_cache_and_ignores_invalid_bounds():
+    s, _, _ = session(add, "a=f32[1:2:3] b=f32[1:2:3]")
+    s.refresh()
+    s.build()  # same bounds: the cached build
+    assert s.counts["build"] == 1 and s.log[-1]["status"] == "cache hit"
+    s.model.set_bounds("a", 0, 3, 2, 1)
+    s.build()
+    assert s.counts["build"] == 1 and s.exe.input_infos["a"].shape_bounds.max == (3,)

@@ -248,11 +248,23 @@ class Session:
             self._log("build", "cache hit", None, built.report.engine)
         changed |= {"engine", "run", "stale"}
 
+    def flush(self) -> None:
+        """Run a pending (debounced) refresh now."""
+        if self.debouncer.pending:
+            self.debouncer.cancel()
+            self.refresh()
+
     def build(self) -> None:
-        """Build the engine for the shown MLIR; the Executable lands in the namespace as ``exe_name``."""
-        if self.lowered is None or self.error is not None and self.error_stage != "build":
+        """Build the engine for the current bounds; the Executable lands in the namespace as ``exe_name``."""
+        self.flush()
+        if self.model.problems() or self.lowered is None or self.error is not None and self.error_stage != "build":
             return
         changed: set[str] = {"status", "log"}
+        cached = self._built.get(self._build_key())
+        if cached is not None and self.error is None:
+            self._use_build(cached, changed, hit=True)
+            self.notify(changed)
+            return
         self.building = True
         self.notify({"status"})
         try:

@@ -87,7 +87,8 @@ class LabWidget:
     def _update_status(self) -> None:
         text, kind = self.session.status()
         self.status.value = views.status_html(text, kind)
-        self.build_button.disabled = self.session.building or self.session.lowered is None
+        s = self.session
+        self.build_button.disabled = s.building or s.lowered is None or bool(s.model.problems())
         self.build_button.description = "building…" if self.session.building else "Build"
         stale = self.session.stale
         titles = []
