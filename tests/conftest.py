@@ -2,8 +2,11 @@ import os
 
 import pytest
 
-# Tests choose engines explicitly; the default engine for eager eval in tests is the reference interpreter.
-os.environ.setdefault("TRIPY_LAB_ENGINE", "reference")
+import tripy_lab
+
+# Tests choose engines explicitly; eager eval in tests defaults to the reference interpreter. Set in this
+# process only (not the environment), so notebooks under nbval run on the user's default engine (xla).
+tripy_lab.config.engine = os.environ.get("TRIPY_LAB_ENGINE") or "reference"
 
 
 @pytest.fixture
