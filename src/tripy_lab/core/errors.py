@@ -10,10 +10,12 @@ from tripy_lab.core.source import SourceLocation, user_location
 class TripyException(Exception):
     """Every error tripy-lab raises on purpose. ``.summary`` is the first line, ``.location`` the user's line."""
 
-    def __init__(self, summary: str, details: Sequence[str] = (), location: SourceLocation | None = None):
+    def __init__(self, summary: str, details: Sequence[str] = (), location: SourceLocation | None = None,
+                 op: str | None = None):
         self.summary = summary
         self.details = list(details)
         self.location = location
+        self.op = op  # the failing trace op's name (e.g. "%t5") when an engine or the lowering knows it
         super().__init__(self._render())
 
     def _render(self) -> str:

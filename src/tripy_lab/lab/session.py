@@ -86,6 +86,8 @@ class LRU(OrderedDict):
 
 def failing_op(exc: BaseException, traced) -> str | None:
     """The trace op at the error's user line (in the current or last good trace), if any."""
+    if getattr(exc, "op", None):
+        return exc.op
     loc = getattr(exc, "location", None)
     if loc is None or traced is None:
         return None
