@@ -1,5 +1,5 @@
 """__getitem__ (every index form), split, flip, pad, repeat against numpy, on hypothesis-drawn shapes and values
-(reference engine), eager and compiled with dynamic shapes; plus their errors."""
+(every engine: conftest.py), eager and compiled with dynamic shapes; plus their errors."""
 
 import ml_dtypes
 import numpy as np

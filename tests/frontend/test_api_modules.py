@@ -1,5 +1,6 @@
 """Conv, ConvTranspose, BatchNorm, GroupNorm, InstanceNorm: Tripy's parameter names, shapes and defaults, and each
-layer against a numpy implementation with the same weights (hypothesis-drawn configurations, reference engine)."""
+layer against a numpy implementation with the same weights (hypothesis-drawn configurations; every engine:
+conftest.py)."""
 
 import itertools
 

@@ -1,5 +1,5 @@
 """tril, triu, outer, iota_like, arange (both overloads), resize (both overloads, every mode), maxpool, avgpool,
-plugin and copy: numpy-checked on hypothesis-drawn shapes and values (reference engine), plus their errors."""
+plugin and copy: numpy-checked on hypothesis-drawn shapes and values (every engine: conftest.py), plus their errors."""
 
 import itertools
 import math

@@ -1,5 +1,5 @@
 """quantize / dequantize (int8, float8, int4; per-tensor, per-channel, block-wise) and casts to and from int4 /
-float8, against numpy + ml_dtypes on hypothesis-drawn shapes and values (reference engine, exact emulation)."""
+float8, against numpy + ml_dtypes on hypothesis-drawn shapes and values (every engine: conftest.py; exact emulation)."""
 
 import ml_dtypes
 import numpy as np

@@ -39,12 +39,20 @@ _ELEMENT_WISE: dict[str, Callable] = {
 }
 
 
+def _trunc_div(a, b):
+    with np.errstate(all="ignore"):
+        q = np.floor_divide(a, b)
+        r = a - q * b
+    return q + ((r != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
+
+
 def _element_wise(op, a, b):
     kind = attr_value(op, "elementwiseOperation")
     out_dt = _result_dtype(op)
     if kind == "kDIV":
-        # TensorRT integer division truncates toward zero.
-        res = np.trunc(np.true_divide(a, b)) if a.dtype.kind in "iu" else np.true_divide(a, b)
+        # TensorRT integer division truncates toward zero (exactly: no detour through float64, which rounds
+        # int64 values above 2**53).
+        res = _trunc_div(a, b) if a.dtype.kind in "iu" else np.true_divide(a, b)
     elif kind == "kFLOOR_DIV":
         res = np.floor_divide(a, b) if a.dtype.kind in "iu" else np.floor(np.true_divide(a, b))
     else:
@@ -66,6 +74,11 @@ def _unary(op, x):
         return np.asarray(_UNARY[attr_value(op, "unaryOperation")](x)).astype(_result_dtype(op))
 
 
+def _softplus(z):
+    """log(1 + exp(z)) without overflow for large z."""
+    return np.maximum(z, 0) + np.log1p(np.exp(-np.abs(z)))
+
+
 def _activation(op, x):
     kind = attr_value(op, "activationType")
     xf = x.astype(np.float64)
@@ -76,7 +89,7 @@ def _activation(op, x):
         "kGELU_ERF": lambda: 0.5 * xf * (1 + _erf(xf / math.sqrt(2))),
         "kGELU_TANH": lambda: 0.5 * xf * (1 + np.tanh(math.sqrt(2 / math.pi) * (xf + 0.044715 * xf**3))),
         "kLEAKY_RELU": lambda: np.where(xf >= 0, xf, alpha * xf), "kCLIP": lambda: np.clip(xf, alpha, beta),
-        "kSOFTSIGN": lambda: xf / (1 + np.abs(xf)), "kSOFTPLUS": lambda: alpha * np.log1p(np.exp(beta * xf)),
+        "kSOFTSIGN": lambda: xf / (1 + np.abs(xf)), "kSOFTPLUS": lambda: alpha * _softplus(beta * xf),
         "kELU": lambda: np.where(xf >= 0, xf, alpha * (np.exp(xf) - 1)),
         "kSELU": lambda: beta * np.where(xf >= 0, xf, alpha * (np.exp(xf) - 1)),
         "kHARD_SIGMOID": lambda: np.clip(alpha * xf + beta, 0, 1),
@@ -205,31 +218,79 @@ def _linspace(op, env):
 
 
 def _normalization(op, x, scale, bias):
+    """``(x - mean) / sqrt(var + eps) * scale + bias`` over ``axis``; with ``num_groups`` G > 1 the statistics
+    are per (sample, group of C / G channels) over the group's channels and every dim after the channel dim,
+    and a scale/bias of shape ``[1, G, 1, ...]`` applies one value per group (tensorrt-dialect.md §5.19)."""
     axes = tuple(attr_value(op, "axis"))
     eps = attr_value(op, "eps")
     eps = 1e-5 if eps is None else eps
+    groups = int(attr_value(op, "num_groups") or 1)
     xf = x.astype(np.float32)
-    mean = xf.mean(axis=axes, keepdims=True)
-    var = ((xf - mean) ** 2).mean(axis=axes, keepdims=True)
-    return ((xf - mean) / np.sqrt(var + eps) * scale.astype(np.float32) + bias.astype(np.float32)).astype(x.dtype)
+    scale, bias = scale.astype(np.float32), bias.astype(np.float32)
+    if groups > 1:
+        n, c = x.shape[0], x.shape[1]
+        if c % groups:
+            raise TripyException(f"Normalization: num_groups {groups} must divide the channel count {c}.")
+        g = xf.reshape((n, groups, c // groups) + x.shape[2:])
+        red = tuple(range(2, g.ndim))
+        mean = g.mean(axis=red, keepdims=True)
+        var = ((g - mean) ** 2).mean(axis=red, keepdims=True)
+        y = ((g - mean) / np.sqrt(var + eps)).reshape(x.shape)
+        if scale.shape[1] == groups != c:  # one scale/bias value per group: the same for its channels
+            scale, bias = np.repeat(scale, c // groups, axis=1), np.repeat(bias, c // groups, axis=1)
+    else:
+        mean = xf.mean(axis=axes, keepdims=True)
+        var = ((xf - mean) ** 2).mean(axis=axes, keepdims=True)
+        y = (xf - mean) / np.sqrt(var + eps)
+    return (y * scale + bias).astype(x.dtype)
 
 
-def _gather(op, data, idx):
-    axis = attr_value(op, "axis")
+def _take_or_zero(data, idx, axis):
+    """``np.take`` where negative indices count from the end and out-of-bounds indices read 0."""
     n = data.shape[axis]
     idx = np.where(idx < 0, idx + n, idx)
     ok = (idx >= 0) & (idx < n)
-    res = np.take(data, np.where(ok, idx, 0), axis=axis)
+    res = np.take(data, np.where(ok, idx, 0), axis=axis) if n else np.zeros(
+        data.shape[:axis] + idx.shape + data.shape[axis + 1:], data.dtype)
     mask = ok.reshape((1,) * axis + ok.shape + (1,) * (data.ndim - axis - 1))
     return np.where(mask, res, np.zeros((), data.dtype)).astype(data.dtype)
 
 
+def _gather(op, data, idx):
+    """IGatherLayer kDEFAULT. With ``numBroadcastDims = 1`` dim 0 of data and indices is a batch dim: batch
+    entry b gathers ``data[b]`` with ``indices[b]`` (an indices batch of 1 is broadcast); the result is
+    ``data.shape[:axis] + indices.shape[1:] + data.shape[axis+1:]``."""
+    axis = attr_value(op, "axis")
+    nb = int(attr_value(op, "numBroadcastDims") or 0)
+    if nb == 0:
+        return _take_or_zero(data, idx, axis)
+    if nb != 1 or axis < 1 or idx.ndim < 1:
+        raise TripyException("Gather: numBroadcastDims must be 0, or 1 with axis >= 1 and indices of rank >= 1.",
+                             [f"numBroadcastDims={nb}, axis={axis}, indices shape {idx.shape}."])
+    batch = data.shape[0]
+    if idx.shape[0] not in (1, batch):
+        raise TripyException("Gather: the batch dim of indices must be 1 or match the data's.",
+                             [f"data shape {data.shape}, indices shape {idx.shape}."])
+    out = np.zeros(data.shape[:axis] + idx.shape[1:] + data.shape[axis + 1:], data.dtype)
+    for b in range(batch):
+        out[b] = _take_or_zero(data[b], idx[b if idx.shape[0] > 1 else 0], axis - 1)
+    return out
+
+
 def _top_k(op, x):
+    """Sorted k largest (kMAX) / smallest (kMIN) along ``axis``; equal values keep their index order, -0.0 equals
+    0.0, and NaN is larger than every number (as in XLA and torch): first for kMAX, last for kMIN."""
     k = attr_value(op, "k")
     axis = attr_value(op, "axis")
     kind = attr_value(op, "topkOperation")
-    keys = -x.astype(np.float64) if kind == "kMAX" else x.astype(np.float64)
-    order = np.argsort(keys, axis=axis, kind="stable")
+    if x.dtype.kind in "iu":  # exact: ~x reverses the order without overflow (no float64 detour)
+        order = np.argsort(~x if kind == "kMAX" else x, axis=axis, kind="stable")
+    elif kind == "kMAX":
+        xf = x.astype(np.float64)
+        nan = np.isnan(xf)
+        order = np.lexsort((np.where(nan, 0.0, -xf), ~nan), axis=axis)  # NaN first, then descending
+    else:
+        order = np.argsort(x.astype(np.float64), axis=axis, kind="stable")  # ascending, NaN last
     idx = np.take(order, np.arange(k), axis=axis)
     return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)]
 

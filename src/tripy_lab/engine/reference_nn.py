@@ -121,7 +121,7 @@ def pooling(op, a, env, prog):
 
     def pavg():
         total = windows(np.pad(xf, pads)).sum(axis=tuple(range(-nsp, 0)))
-        if attr_value(op, "averageCountExcludesPadding"):
+        if attr_value(op, "averageCountExcludesPadding") in (None, True):  # TensorRT's default: True
             return total / windows(mask).sum(axis=tuple(range(-nsp, 0)))
         return total / math.prod(win)
 

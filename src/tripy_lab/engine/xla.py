@@ -14,7 +14,10 @@ How a program runs
   other signature inside the bounds is built on first use and cached. ``report.cache`` lists the
   built signatures and counts hits and misses.
 * Constants with more than ``xla_ops.STATIC_RESULT_LIMIT`` elements are passed to the executable as
-  device-resident arguments (uploaded once at build) instead of being baked into the HLO.
+  device-resident arguments (uploaded once at build) instead of being baked into the HLO. With the
+  module switch ``FOLD_CONSTANTS = False`` so is every constant that no shape operand is computed from
+  (``xla_ops.SHAPE_OPERANDS``): the ops on them are then traced and run by XLA instead of folded in
+  numpy, which is how the frontend tests check the jax translations on eagerly evaluated constants.
 * ``run`` returns **jax arrays** on every platform, on the device they were computed on (GPU
   buffers stay on the GPU; on CPU ``np.asarray(out)`` is zero-copy). Inputs may be numpy or jax
   arrays, or any DLPack producer (cupy, torch), which is imported with ``jax.dlpack.from_dlpack``.
@@ -86,6 +89,11 @@ OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     4: {"exec_time_optimization_effort": 0.5},
     5: {"exec_time_optimization_effort": 1.0, "xla_gpu_exhaustive_tiling_search": True},
 }
+
+# False: every constant that no shape operand needs is passed to the executable as an argument, so the
+# ops on it are traced and run by XLA instead of being folded in numpy while tracing. Eager evaluation of
+# constants then exercises the jax translations (tests/frontend runs the xla engine both ways).
+FOLD_CONSTANTS = True
 
 _CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits", "/jax/compilation_cache/cache_misses": "misses"}
 _EVENT_COUNTS = {"hits": 0, "misses": 0}
@@ -250,7 +258,9 @@ class XlaCompiled(CompiledEngine):
         self.report.notes.append(f"optimization_level={level} -> {opts}")
         self.report.notes.append(f"jax {jax.__version__} on {dev.platform}:{dev.id} ({dev.device_kind})")
         if self._consts:
-            self.report.notes.append(f"{len(self._consts)} large constant(s) passed as device-resident arguments")
+            why = "" if FOLD_CONSTANTS else " (FOLD_CONSTANTS is off: every constant no shape needs)"
+            self.report.notes.append(f"{len(self._consts)} large constant(s) passed as device-resident arguments"
+                                     + why)
         _listen()
         cache_dir = options.compilation_cache_dir
         if cache_dir:
@@ -304,17 +314,34 @@ class XlaCompiled(CompiledEngine):
             raise TripyException("The xla engine cannot translate these ops.", [", ".join(sorted(set(missing)))])
         return plans
 
+    def _shape_values(self) -> set:
+        """The SSA values a shape operand is computed from (they must stay static numpy values)."""
+        from tripy_lab.engine.xla_ops import SHAPE_OPERANDS
+
+        needed: set = set()
+        for p in reversed(self._plans):
+            op = p.op
+            for name in SHAPE_OPERANDS.get(op.name, ()):
+                v = getattr(op, name, None)
+                needed.update(v if isinstance(v, (tuple, list)) else ([v] if v is not None else []))
+            if p.static_ok and any(r in needed for r in op.results):
+                needed.update(op.operands)
+        return needed
+
     def _lift_constants(self):
         from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value
 
         consts, lifted = [], []
+        keep = self._shape_values() if not FOLD_CONSTANTS else set()
         for p in self._plans:
             if p.op.name != "tensorrt.constant":
                 continue
             shape = p.op.results[0].type.get_shape()
-            if int(np.prod(shape, dtype=np.int64)) > STATIC_RESULT_LIMIT:
+            big = int(np.prod(shape, dtype=np.int64)) > STATIC_RESULT_LIMIT
+            if big or (not FOLD_CONSTANTS and p.op.results[0] not in keep):
                 value = constant_value(p.op, self.program)
-                consts.append(self._jax.device_put(value))
+                with _compile_contexts(self._x64):  # 64-bit constants keep their dtype
+                    consts.append(self._jax.device_put(value))
                 lifted.append(p.index)
         return consts, lifted
 

@@ -28,6 +28,13 @@ import numpy as np
 from tripy_lab.core.errors import TripyException
 
 STATIC_RESULT_LIMIT = 1024  # static (numpy) results larger than this are recomputed as traced values
+# operands that must be static (``ctx.static``): the values a shape is made of
+SHAPE_OPERANDS: dict[str, tuple[str, ...]] = {
+    "tensorrt.slice": ("start", "size", "stride"), "tensorrt.reshape": ("shape",),
+    "tensorrt.broadcast": ("shape",), "tensorrt.linspace": ("shape",), "tensorrt.shuffle": ("dynamic_reshape",),
+    "tensorrt.resize_nearest": ("output_shape",), "tensorrt.resize_linear": ("output_shape",),
+    "tensorrt.resize_cubic": ("output_shape",),
+}
 
 
 class OpContext:
@@ -141,12 +148,18 @@ def register(name: str, static_ok: bool = False):
     return deco
 
 
+_NARROW_INTS = {"int2", "uint2", "int4", "uint4"}  # ml_dtypes integers: numpy kind "V", not np.integer
+
+
 def _is_int(dt) -> bool:
-    return np.issubdtype(np.dtype(dt), np.integer)
+    d = np.dtype(dt)
+    return d.kind in "iu" or d.name in _NARROW_INTS
 
 
 def _is_low_float(dt) -> bool:
-    return np.dtype(dt).kind in "fV" and np.dtype(dt).itemsize < 4 or np.dtype(dt).name == "bfloat16"
+    """f16, bf16 and the float8 types (ml_dtypes floats have numpy kind "V")."""
+    d = np.dtype(dt)
+    return (d.kind == "f" and d.itemsize < 4) or (d.kind == "V" and not _is_int(d))
 
 
 def _is_bool(dt) -> bool:
@@ -214,6 +227,8 @@ def _unary(op, args, ctx):
 @register("activation", static_ok=True)
 def _activation(op, args, ctx):
     (x,) = args
+    if _is_low_float(x.dtype):  # f16/bf16 compute in f32 (exp(20) overflows f16), one rounding at the end
+        return [r.astype(x.dtype) for r in _activation(op, [x.astype(np.float32)], ctx)]
     xp, kind, dt = ctx.xp, ctx.attr("activationType"), x.dtype
     alpha, beta = ctx.attr("alpha", 0.0), ctx.attr("beta", 0.0)
     a, b = ctx.scalar(alpha, dt), ctx.scalar(beta, dt)
@@ -232,8 +247,9 @@ def _activation(op, args, ctx):
         return [b * xp.where(x > zero, x, a * (xp.exp(x) - one))]
     if kind == "kSOFTSIGN":
         return [x / (one + xp.abs(x))]
-    if kind == "kSOFTPLUS":
-        return [a * xp.log(xp.exp(b * x) + one)]
+    if kind == "kSOFTPLUS":  # a * log(1 + exp(b * x)), without overflow for large b * x
+        z = b * x
+        return [a * (xp.maximum(z, zero) + xp.log1p(xp.exp(-xp.abs(z))))]
     if kind == "kCLIP":
         return [xp.minimum(xp.maximum(x, a), b)]
     if kind == "kHARD_SIGMOID":
@@ -263,8 +279,13 @@ def _matrix_multiply(op, args, ctx):
     if op1 == "kTRANSPOSE":
         b = xp.swapaxes(b, -1, -2)
     prec = {}
+    out_dt = a.dtype
     if not ctx.static_mode and np.dtype(a.dtype) == np.float32:
         prec = {"precision": ctx.lax.Precision.HIGHEST}  # exact f32 (no TF32 on GPUs), like the reference
+    elif ctx.static_mode and _is_low_float(a.dtype):
+        # numpy's einsum has no bf16/f16-safe loop (bf16: "invalid data type for einsum"): f32 accumulation,
+        # one rounding to the result type, like the reference engine
+        a, b = a.astype(np.float32), b.astype(np.float32)
     if op0 == "kVECTOR" and op1 == "kVECTOR":
         spec = "...k,...k->..."
     elif op0 == "kVECTOR":
@@ -272,8 +293,8 @@ def _matrix_multiply(op, args, ctx):
     elif op1 == "kVECTOR":
         spec = "...mk,...k->...m"
     else:
-        return [xp.matmul(a, b, **prec)]
-    return [xp.einsum(spec, a, b, **prec)]
+        return [xp.matmul(a, b, **prec).astype(out_dt)]
+    return [xp.einsum(spec, a, b, **prec).astype(out_dt)]
 
 
 _REDUCE = {"kSUM": "sum", "kPROD": "prod", "kMAX": "max", "kMIN": "min", "kAVG": "mean"}
@@ -466,14 +487,19 @@ def _concatenation(op, args, ctx):
 
 
 def _take(xp, data, idx, axis):
+    """Gather along ``axis``: indices in [-n, n) count from the end when negative, all others read 0.
+
+    (Not ``jnp.take(..., mode="fill")`` on the wrapped indices: it wraps negative indices once more, so an
+    index below -n read a real element.)
+    """
     n = data.shape[axis]
     idx = xp.where(idx < 0, idx + n, idx)
-    if xp is np:
-        ok = (idx >= 0) & (idx < n)
-        out = np.take(data, np.clip(idx, 0, max(n - 1, 0)), axis=axis)
-        mask = ok.reshape((1,) * axis + ok.shape + (1,) * (data.ndim - axis - 1))
-        return np.where(mask, out, np.zeros((), data.dtype))
-    return xp.take(data, idx, axis=axis, mode="fill", fill_value=0)
+    ok = (idx >= 0) & (idx < n)
+    if n == 0:
+        return xp.zeros(tuple(data.shape[:axis]) + tuple(idx.shape) + tuple(data.shape[axis + 1:]), data.dtype)
+    out = xp.take(data, xp.where(ok, idx, 0), axis=axis)
+    mask = xp.reshape(ok, (1,) * axis + tuple(ok.shape) + (1,) * (data.ndim - axis - 1))
+    return xp.where(mask, out, xp.zeros((), data.dtype))
 
 
 @register("gather", static_ok=True)
@@ -484,9 +510,17 @@ def _gather(op, args, ctx):
     nb = int(ctx.attr("numBroadcastDims", 0) or 0)
     if nb == 0:
         return [_take(xp, data, idx, axis)]
-    if nb == 1:
-        return [xp.stack([_take(xp, data[b], idx[b], axis - 1) for b in range(data.shape[0])])]
-    raise ctx.error(f"numBroadcastDims must be 0 or 1, got {nb}.")
+    if nb != 1 or axis < 1 or idx.ndim < 1:
+        raise ctx.error("numBroadcastDims must be 0, or 1 with axis >= 1 and indices of rank >= 1.",
+                        [f"numBroadcastDims={nb}, axis={axis}, indices shape {tuple(idx.shape)}."])
+    batch = data.shape[0]
+    if idx.shape[0] not in (1, batch):
+        raise ctx.error("the batch dim of indices must be 1 or match the data's.",
+                        [f"data shape {tuple(data.shape)}, indices shape {tuple(idx.shape)}."])
+    if batch == 0:
+        return [xp.zeros(tuple(data.shape[:axis]) + tuple(idx.shape[1:]) + tuple(data.shape[axis + 1:]), data.dtype)]
+    idx_b = (lambda b: idx[b]) if idx.shape[0] == batch else (lambda b: idx[0])
+    return [xp.stack([_take(xp, data[b], idx_b(b), axis - 1) for b in range(batch)])]
 
 
 @register("select", static_ok=True)
@@ -698,7 +732,8 @@ def _pooling(op, args, ctx):
         return [jnp.round(avg).astype(dt) if _is_int(dt) else avg.astype(dt)]
     if kind == "kMAX_AVERAGE_BLEND":
         blend = float(ctx.attr("blendFactor", 0.5))
-        return [(blend * pmax().astype(jnp.float32) + (1 - blend) * pavg()).astype(dt)]
+        mixed = blend * pmax().astype(jnp.float32) + (1 - blend) * pavg()
+        return [jnp.round(mixed).astype(dt) if _is_int(dt) else mixed.astype(dt)]  # ints round, like kAVERAGE
     raise ctx.error(f"unknown pooling type {kind!r}")
 
 
@@ -802,15 +837,17 @@ def _top_k(op, args, ctx):
     k, axis = int(ctx.attr("k")), int(ctx.attr("axis"))
     kind = ctx.attr("topkOperation", "kMAX")
     xt = jnp.moveaxis(x, axis, -1)
-    if kind == "kMIN":
-        if _is_int(xt.dtype):
-            v, i = lax.top_k(~xt, k)  # bitwise not: order-reversing without overflow
-            v = ~v
-        else:
-            v, i = lax.top_k(-xt, k)
-            v = -v
+    # Like the reference: equal values keep their index order, -0.0 equals 0.0 (lax.top_k and sort order
+    # -0.0 below 0.0, so keys are canonicalised), NaN is the largest value (first for kMAX, last for kMIN).
+    if _is_int(xt.dtype):
+        _, i = lax.top_k(~xt if kind == "kMIN" else xt, k)  # bitwise not: order-reversing without overflow
     else:
-        v, i = lax.top_k(xt, k)
+        keys = jnp.where(xt == 0, jnp.zeros((), xt.dtype), xt)
+        if kind == "kMIN":
+            i = jnp.argsort(keys, axis=-1, stable=True)[..., :k]  # ascending, NaN last
+        else:
+            _, i = lax.top_k(keys, k)
+    v = jnp.take_along_axis(xt, i, axis=-1)
     return [jnp.moveaxis(v, -1, axis), jnp.moveaxis(i.astype(ctx.result_dtype(1)), -1, axis)]
 
 
