@@ -101,3 +101,15 @@ def test_slicing_dynamic_dims_matches_numpy(index):
     for rows in (2, 3, 5):
         a = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
         np.testing.assert_array_equal(np.asarray(exe(tp.Tensor(a))), a[index])
+
+
+def test_runtime_failure_names_the_trace_op_and_user_line():
+    def f(a, b):
+        return a + b  # dims agree only when both dynamic dims are equal at run time
+
+    exe = tp.compile(f, args=[tp.InputInfo(((1, 2, 3),), tp.float32), tp.InputInfo(((1, 2, 3),), tp.float32)])
+    with pytest.raises(tp.TripyException) as err:
+        exe(tp.ones((2,)).eval(), tp.ones((3,)).eval())
+    assert err.value.op == "%t0"
+    assert err.value.location.file == __file__
+    assert "%t0" in str(err.value)

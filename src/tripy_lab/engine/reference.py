@@ -374,13 +374,19 @@ class ReferenceCompiled(CompiledEngine):
         for op in self._ops:
             try:
                 out = TABLE[op.name](op, [env[v] for v in op.operands], env, self.program)
-            except TripyException:
+            except TripyException as exc:
+                # A run-time check failed (bounds, broadcast): point at the op's user line and trace op.
+                origin = self.program.origin_of(op)
+                if origin is not None and exc.op is None:
+                    raise TripyException(exc.summary, exc.details + [f"Trace op: {origin.text}"],
+                                         exc.location or origin.location, op=origin.trace_op) from exc
                 raise
             except Exception as exc:  # numpy's own error: name the MLIR op and its origin
                 origin = self.program.origin_of(op)
                 raise TripyException(f"Reference engine failed in '{op.name}': {exc}",
                                      [f"Trace op: {origin.text}" if origin else ""],
-                                     origin.location if origin else None) from exc
+                                     origin.location if origin else None,
+                                     op=origin.trace_op if origin else None) from exc
             outs = out if isinstance(out, list) else [out]
             for res, val in zip(op.results, outs):
                 env[res] = np.asarray(val)

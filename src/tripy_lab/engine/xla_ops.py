@@ -101,7 +101,8 @@ class OpContext:
         where = f"{self.op.name} (MLIR op #{self.index}"
         where += f", trace op {self.trace_name}" if self.trace_name else ""
         where += f", {self.origin_line})" if self.origin_line else ")"
-        return TripyException(f"xla engine: {summary}", [f"In {where}.", *details], self.location)
+        return TripyException(f"xla engine: {summary}", [f"In {where}.", *details], self.location,
+                              op=self.trace_name or None)
 
     def static(self, value, what: str) -> np.ndarray:
         if isinstance(value, np.ndarray):
