@@ -33,3 +33,10 @@ def test_every_op_has_an_entry_in_every_stage_table():
     emitted = {f"tensorrt.{row.tensorrt_op}" for row in OPS.values()}
     emitted |= {"tensorrt.cast", "tensorrt.shape", "tensorrt.collapse_rank"}  # helpers the lowering also emits
     assert emitted <= set(REFERENCE), emitted - set(REFERENCE)
+
+
+def test_ruff_is_clean():
+    ruff = Path(sys.executable).parent / "ruff"
+    proc = subprocess.run([str(ruff), "check", "src", "tests", "benchmarks", "scripts"], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
