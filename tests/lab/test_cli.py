@@ -31,7 +31,9 @@ def test_finds_notebooks_in_a_parent(tmp_path, monkeypatch):
     assert cli.find_notebooks(deep) == tmp_path / "notebooks"
 
 
-def test_repo_notebooks_found_from_anywhere(tmp_path):
+def test_repo_notebooks_found_from_anywhere(tmp_path, monkeypatch):
+    # From a checkout: the repo's notebooks/; from an installed wheel: a home copy of the packaged ones.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     found = cli.find_notebooks(tmp_path)
     assert found is not None and (found / cli.QUICKSTART).exists()
 

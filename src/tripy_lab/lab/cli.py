@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +13,22 @@ QUICKSTART = "01-quickstart.ipynb"
 
 
 def find_notebooks(start: Path | None = None) -> Path | None:
-    """``notebooks/`` in the current directory or a parent, else next to the source checkout."""
+    """``notebooks/`` in the current directory or a parent, else next to the source checkout, else a
+    copy of the tutorials shipped in the wheel (made once in ``~/tripy-lab-notebooks``, so edits are the user's)."""
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / "notebooks").is_dir():
             return folder / "notebooks"
     repo = Path(__file__).resolve().parents[3] / "notebooks"  # src/tripy_lab/lab/cli.py -> repo root
-    return repo if repo.is_dir() else None
+    if repo.is_dir():
+        return repo
+    packaged = Path(__file__).resolve().parents[1] / "notebooks"  # installed wheel: tripy_lab/notebooks
+    if not packaged.is_dir():
+        return None
+    copy = Path.home() / "tripy-lab-notebooks"
+    if not copy.exists():
+        shutil.copytree(packaged, copy)
+    return copy
 
 
 def build_command(notebooks: Path, port: int | None = None, browser: bool = True,
