@@ -14,7 +14,7 @@ _PREFIX = {"verbose": "[V] ", "info": "[I] ", "warning": "[W] ", "error": "[E] "
 
 class Logger:
     def __init__(self):
-        self._verbosity: set[str] = {"info"}
+        self._verbosity: set[str] = set(_IMPLIES["info"])
         self.enable_color = True
         self._indent = 0
         self._once: set[str] = set()
