@@ -78,6 +78,8 @@ class Executable:
         self._flat = self._params == self._arg_names
         self._specs = [self._spec(n, self.input_infos[n]) for n in self._arg_names]
         self._has_named = any(isinstance(i, InputInfo) and i.dimension_names for i in self.input_infos.values())
+        ret_op = program.main().body.block.last_op
+        self._out_dtypes = [dtypes.BY_MLIR[str(v.type.element_type)] for v in ret_op.operands]
 
     @staticmethod
     def _spec(name: str, info) -> tuple:
@@ -169,15 +171,16 @@ class Executable:
     def _checked_arg(self, spec: tuple, value):
         """The array for one argument, after checking dtype, rank and each dim (or value) against its bounds."""
         name, info, np_dtype, mins, maxs = spec
-        if np_dtype is not None and isinstance(value, Tensor):
-            producer = value.trace_tensor.producer
-            if producer is not None and producer.kind == "constant":
-                array = producer.params["value"]
-                shape = array.shape
-                # Hot path: right dtype, rank and bounds need no further work.
-                if getattr(array, "dtype", None) == np_dtype and len(shape) == len(mins) and all(
-                        lo <= d <= hi for d, lo, hi in zip(shape, mins, maxs)):
-                    return array
+        if np_dtype is not None:
+            array = value
+            if isinstance(value, Tensor):
+                producer = value.trace_tensor.producer
+                array = producer.params["value"] if producer is not None and producer.kind == "constant" else None
+            shape = getattr(array, "shape", None)
+            # Hot path (a Tensor or a numpy/jax array): right dtype, rank and bounds need no further work.
+            if shape is not None and getattr(array, "dtype", None) == np_dtype and len(shape) == len(mins) and all(
+                    lo <= d <= hi for d, lo, hi in zip(shape, mins, maxs)):
+                return array
         if np_dtype is None and isinstance(value, DimensionSize):
             value = value.eval()
         array = _arg_array(name, value)
@@ -191,8 +194,9 @@ class Executable:
         if self._has_named:
             self._check_named_dims(dict(zip(self._arg_names, run_args)))
         outputs = self._compiled.run(run_args)
-        tensors = tuple(Tensor._from_array(o, _dtype_of(o)) for o in outputs)
-        return tensors[0] if self._return_single else tensors
+        if self._return_single:
+            return Tensor._from_array(outputs[0], self._out_dtypes[0])
+        return tuple(Tensor._from_array(o, dt) for o, dt in zip(outputs, self._out_dtypes))
 
     def synchronize(self) -> None:
         self._compiled.synchronize()
