@@ -47,6 +47,11 @@ def _trunc_div(a, b):
 
 
 def _element_wise(op, a, b):
+    with np.errstate(all="ignore"):  # IEEE results (inf, nan) as a GPU gives them, without numpy's warnings
+        return _element_wise_values(op, a, b)
+
+
+def _element_wise_values(op, a, b):
     kind = attr_value(op, "elementwiseOperation")
     out_dt = _result_dtype(op)
     if kind == "kDIV":

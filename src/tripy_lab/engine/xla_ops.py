@@ -657,14 +657,20 @@ def _weights(ctx, operand_name: str, static_name: str):
     return w
 
 
+def _window_attrs(ctx, nsp: int):
+    """stride, pre/post padding and dilation of a (de)convolution, with TensorRT's defaults."""
+    stride = tuple(ctx.attr("stride", (1,) * nsp))
+    pre, post = tuple(ctx.attr("pre_padding", (0,) * nsp)), tuple(ctx.attr("post_padding", (0,) * nsp))
+    dil = tuple(ctx.attr("dilation", None) or (1,) * nsp)
+    return stride, pre, post, dil
+
+
 @register("convolution")
 def _convolution(op, args, ctx):
     x = ctx.operand("input")
     w, b = _weights(ctx, "kernel", "kernelStatic"), _weights(ctx, "bias", "biasStatic")
     nsp = x.ndim - 2
-    stride = tuple(ctx.attr("stride", (1,) * nsp))
-    pre, post = tuple(ctx.attr("pre_padding", (0,) * nsp)), tuple(ctx.attr("post_padding", (0,) * nsp))
-    dil = tuple(ctx.attr("dilation", None) or (1,) * nsp)
+    stride, pre, post, dil = _window_attrs(ctx, nsp)
     groups = int(ctx.attr("num_groups", 1) or 1)
     w = ctx.jnp.asarray(w).astype(x.dtype)
     prec = {"precision": ctx.lax.Precision.HIGHEST} if np.dtype(x.dtype) == np.float32 else {}
@@ -681,9 +687,7 @@ def _deconvolution(op, args, ctx):
     x = ctx.operand("input")
     w, b = _weights(ctx, "kernelWeights", "kernelWeightsStatic"), _weights(ctx, "biasWeights", "biasWeightsStatic")
     nsp = x.ndim - 2
-    stride = tuple(ctx.attr("stride", (1,) * nsp))
-    pre, post = tuple(ctx.attr("pre_padding", (0,) * nsp)), tuple(ctx.attr("post_padding", (0,) * nsp))
-    dil = tuple(ctx.attr("dilation", None) or (1,) * nsp)
+    stride, pre, post, dil = _window_attrs(ctx, nsp)
     g = int(ctx.attr("num_groups", 1) or 1)
     w = jnp.asarray(w).astype(x.dtype)  # [C, K/g, k...]
     c, kg = w.shape[0], w.shape[1]

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
-from tripy_lab.frontend import ops_init, ops_math, ops_shape
+from tripy_lab.frontend import ops_init, ops_shape
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.tensor import Tensor
 
@@ -222,5 +222,3 @@ class Sequential(Module):
             x = m(x)
         return x
 
-
-_ = ops_math  # modules may use math ops in forward

@@ -9,7 +9,7 @@ import numpy as np
 from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_math, ops_shape, shapes
-from tripy_lab.frontend.build import make1, scalar_constant
+from tripy_lab.frontend.build import make1, scalar_constant, shape_constant
 from tripy_lab.frontend.checks import ALL9, check_tensor
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
 
@@ -90,7 +90,7 @@ def arange(start, stop=None, step=1, dtype=D.float32) -> Tensor:
         count = math.ceil((stop - start) / step)
         if count <= 0:
             raise_error("Arange tensor is empty.", [f"start={start}, stop={stop}, step={step}."])
-        length = shapes.shape_constant_list([count])
+        length = shape_constant([count])
     else:
         diff = stop - start
         length = shapes.shape_tensor([(diff + step - 1) // step if isinstance(step, int) else diff // step])

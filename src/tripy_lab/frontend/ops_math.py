@@ -11,7 +11,6 @@ from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_shape
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.checks import (
-    ALL9,
     FLOAT,
     NUMERIC,
     NUMERIC_B,
@@ -274,16 +273,12 @@ def softmax(input, dim: int | None = None):  # noqa: A002
     if dim is None:
         flat = ops_shape.reshape(input, (1, -1))
         return ops_shape.reshape(make1("softmax", [flat], {"dim": 1}), ops_shape.dims_of(input))
-    d = norm_dim("softmax", dim, builtins_max(input.rank, 1))
+    d = norm_dim("softmax", dim, builtins.max(input.rank, 1))
     if input.rank < 2:
         x = ops_shape.unsqueeze(input, -1) if input.rank == 1 else ops_shape.reshape(input, (1, 1))
         out = make1("softmax", [x], {"dim": d if input.rank == 1 else 0})
         return ops_shape.reshape(out, ops_shape.dims_of(input))
     return make1("softmax", [input], {"dim": d})
-
-
-def builtins_max(a: int, b: int) -> int:
-    return a if a > b else b
 
 
 def where(condition, input, other):  # noqa: A002
@@ -330,9 +325,3 @@ def equal(input, other) -> bool:  # noqa: A002
     a, b = _host_pair("equal", input, other, FLOAT + (D.int8, D.int32, D.int64, D.bool))
     return a.shape == b.shape and bool(np.all(a == b))
 
-
-def is_dimension_size(t) -> bool:
-    return isinstance(t, DimensionSize)
-
-
-_ = ALL9  # re-exported for ops tables

@@ -75,8 +75,3 @@ def shape_dims(t: Tensor) -> list:
     """Each dim of ``t`` as an int or DimensionSize (for building new shapes)."""
     return [dim(t, i) for i in range(t.rank)]
 
-
-def shape_constant_list(values) -> Tensor:
-    from tripy_lab.frontend.build import shape_constant
-
-    return shape_constant(values)

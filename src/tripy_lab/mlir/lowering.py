@@ -127,11 +127,9 @@ def _slice(ctx, op, ins):
 
 
 def _get_dim(ctx, op, ins):
-    rank = op.inputs[0].rank
     shape = ctx.add(trt.ShapeOp(ins[0])).results[0]
     i = op.params["dim"]
     one = ctx.add(trt.SliceOp(shape, [i], [1], [1], trt.tensor_type((1,), "i32"))).results[0]
-    del rank
     return [ctx.add(trt.CollapseRankOp(one, trt.tensor_type((), "i32"))).results[0]]
 
 
