@@ -69,6 +69,32 @@ class CompiledEngine(ABC):
     def synchronize(self) -> None:
         """Block until queued device work is done (GPU engines); timing uses it."""
 
+    def input_devices(self) -> frozenset[str]:
+        """Memory kinds (``"cpu"``, ``"cuda"``; see ``executable.arguments.DLPACK_DEVICES``) whose arrays ``run``
+        reads. The Executable refuses an argument in any other memory before ``run`` sees it. Default: host
+        memory, plus CUDA memory when the engine runs on a GPU."""
+        return frozenset({"cpu"}) if self.report.device == "cpu" else frozenset({"cpu", "cuda"})
+
+
+def cuda_device_count() -> int:
+    """CUDA devices the driver reports (0 without a driver); asks libcuda directly, so no jax/cupy import."""
+    global _CUDA_COUNT
+    if _CUDA_COUNT is None:
+        import ctypes
+
+        _CUDA_COUNT = 0
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            count = ctypes.c_int(0)
+            if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0:
+                _CUDA_COUNT = int(count.value)
+        except (OSError, AttributeError):
+            pass
+    return _CUDA_COUNT
+
+
+_CUDA_COUNT: int | None = None
+
 
 class Engine(ABC):
     name: ClassVar[str]

@@ -15,7 +15,7 @@ import numpy as np
 from tripy_lab.core import dtypes
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord, cuda_device_count
 from tripy_lab.engine.reference_nn import TABLE_NN
 from tripy_lab.mlir.dialect import attr_value
 
@@ -370,6 +370,10 @@ class ReferenceCompiled(CompiledEngine):
     @property
     def layers(self) -> list[LayerRecord]:
         return self._layers
+
+    def input_devices(self) -> frozenset[str]:
+        # host arrays; GPU arrays are copied to the host (cupy / torch), so only where a CUDA device exists
+        return frozenset({"cpu", "cuda"}) if cuda_device_count() else frozenset({"cpu"})
 
     def run(self, args: Sequence) -> list[np.ndarray]:
         main = self.program.main()
