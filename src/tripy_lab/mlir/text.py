@@ -70,7 +70,10 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import Func
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.printer import Printer
+from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from .attrs import NUMPY_DTYPES, ShapeProfileAttr, dense_elements, element_name, elements_to_numpy
 from .dialect import Plan, TensorRT
@@ -526,6 +529,17 @@ def _parse_trailer(body: str) -> dict[str, bytes]:
     return out
 
 
+_DECIMAL = re.compile(r"([0-9]+)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,6}))?")
+
+
+class _Lexer(MLIRLexer):
+    # xDSL's string-literal regex nests quantifiers ("(?:[^"...]+|...)*"): an unterminated string takes time
+    # exponential in its length. This one matches the same strings with one way to match each character.
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+DENSE_BYTES_LIMIT = 1 << 32  # a splat expands to its full size in xDSL: refuse absurd shapes before allocating
+
+
 def _float_literal(text: str, elem: str) -> np.ndarray:
     """One element of a float ``dense<...>`` literal as a 0-d array of ``elem``: ``0x7FC00001`` is the bit
     pattern (as MLIR reads it), a decimal is rounded once, exactly, to ``elem`` (not through a Python float)."""
@@ -538,10 +552,23 @@ def _float_literal(text: str, elem: str) -> np.ndarray:
         if neg or bits.bit_length() > width:
             raise ValueError(f"hexadecimal float literal {text} does not fit {elem}")
         return np.array(bits, dtype=f"u{dt.itemsize}").view(dt)
+    m = _DECIMAL.fullmatch(body)
+    if m is None:
+        raise ValueError(f"{text!r} is not a float literal")
+    whole, frac, exp = m.group(1), m.group(2) or "", int(m.group(3) or 0)
+    digits = (whole + frac).lstrip("0")
+    magnitude = len(digits) + exp - len(frac)  # the value is below 10**magnitude and at least 10**(magnitude-1)
+    if not digits or magnitude < -400:  # zero, or far below half the smallest subnormal of every type
+        return np.array(-0.0 if neg else 0.0, dtype=dt)
+    if magnitude > 400:
+        raise ValueError(f"float literal {text[:40]} is out of range for {elem}")
     if elem == "f64":
-        return np.array(float(text), dtype=dt)
-    q = Fraction(body)
-    r = _round_to(q, elem) if q else Fraction(0)
+        value = float(text)
+        if math.isinf(value):
+            raise ValueError(f"float literal {text[:40]} is out of range for {elem}")
+        return np.array(value, dtype=dt)
+    q = Fraction(int(whole + frac), 1) * Fraction(10) ** (exp - len(frac))
+    r = _round_to(q, elem)
     if r is None:
         raise ValueError(f"float literal {text} is out of range for {elem}")
     return np.array(-float(r) if neg else float(r), dtype=dt)
@@ -550,6 +577,10 @@ def _float_literal(text: str, elem: str) -> np.ndarray:
 class _Parser(Parser):
     """xDSL's parser, plus MLIR's ``fused<metadata>[...]`` locations, and float ``dense<...>`` elements read
     bit-exactly (xDSL reads ``dense<0xFF800000> : tensor<f32>`` as the integer 4286578688)."""
+
+    def __init__(self, ctx, text: str, name: str = "<unknown>") -> None:
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(_Lexer(Input(text, name)))
 
     def parse_dense_int_or_fp_elements_attr(self, type=None):
         self.parse_punctuation("<", " in dense attribute")
@@ -563,6 +594,9 @@ class _Parser(Parser):
             self.parse_punctuation(":", " in dense attribute")
             type = self._parse_dense_literal_type()
         count = math.prod(type.get_shape())
+        if count * type.element_type.compile_time_size > DENSE_BYTES_LIMIT:  # before anything is allocated
+            self.raise_error(f"dense elements of {type} would take {count * type.element_type.compile_time_size} "
+                             f"bytes, more than the {DENSE_BYTES_LIMIT} a constant may hold (text.DENSE_BYTES_LIMIT)")
         if literal is None:
             data = b""
             if blob is not None:
