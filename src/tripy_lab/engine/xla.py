@@ -77,7 +77,16 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+from tripy_lab.engine.base import (
+    BuildOptions,
+    BuildReport,
+    CompiledEngine,
+    Engine,
+    LayerRecord,
+    build_errors,
+    call_point,
+    profile_point,
+)
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
@@ -276,7 +285,8 @@ class XlaCompiled(CompiledEngine):
 
         shapes, dims = self._opt_signature()
         if shapes is not None:
-            self._opt = self._build(shapes, dims, "opt")
+            with build_errors("xla", program, profile_point(program, "opt")):
+                self._opt = self._build(shapes, dims, "opt")
             self.report.extra_stages["stablehlo"] = self._opt.lowered.as_text()
             self.report.extra_stages["hlo"] = self._opt.hlo
         else:
@@ -577,7 +587,11 @@ class XlaCompiled(CompiledEngine):
         built = self._execs.get(sig)
         if built is None:
             self.report.cache["misses"] += 1
-            built = self._build(shapes, dims, "first use")
+            names = self._arg_names
+            point = call_point(self.program, {**{names[i]: s for i, s in zip(self._data_pos, shapes)},
+                                              **{names[i]: d for i, d in zip(self._dim_pos, dims)}})
+            with build_errors("xla", self.program, point):
+                built = self._build(shapes, dims, "first use")
         else:
             self.report.cache["hits"] += 1
         native = (np.ndarray, self._jax.Array)

@@ -33,6 +33,7 @@ from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, NamedDimension
 from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import SourceLocation
 from tripy_lab.engine import BuildOptions, choose, engine_class
+from tripy_lab.engine.base import build_errors
 from tripy_lab.mlir.program import MlirProgram, OpOrigin
 
 FORMAT = "tripy-lab-executable/2"
@@ -57,13 +58,12 @@ def digest_of(data: dict) -> str:
 
 
 def save(exe, path: str) -> None:
-    from tripy_lab import __version__
     from tripy_lab.mlir import text
 
     program: MlirProgram = exe._program
     data = {
         "format": FORMAT,
-        "producer": f"tripy-lab {__version__}",
+        "producer": f"tripy-lab {_version()}",
         "arg_names": list(program.arg_names),
         "output_names": list(program.output_names),
         "return_single": bool(exe._return_single),
@@ -79,6 +79,15 @@ def save(exe, path: str) -> None:
     with os.fdopen(fd, "w") as f:
         json.dump(data, f)
     os.replace(tmp, path)  # a crash mid-write never leaves half a file behind
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tripy-lab")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -273,6 +282,7 @@ def load(path: str, engine: str | None = None):
         name, reason = choose(None)
         cls = engine_class(name)
     options = BuildOptions(optimization_level=meta["optimization_level"])
-    compiled = cls().build(program, options)
+    with build_errors(name, program):
+        compiled = cls().build(program, options)
     compiled.report.reason = f"loaded from {path}; {reason}"
     return Executable(compiled, program, meta["return_single"], optimization_level=meta["optimization_level"])
