@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import html
 import re
 import shutil
 
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import RegexLexer, bygroups
+from pygments.style import Style
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
+
+from tripy_lab.lab.html import esc
 
 STALE_STYLE = "opacity:0.45;filter:grayscale(1)"
 
@@ -28,6 +30,7 @@ class MlirLexer(RegexLexer):
             (r"@[\w.$\-]+", Name.Function),
             (r"\^[\w\-]+", Name.Label),
             (r"#[\w.$\-]+", Name.Constant),
+            (r"(?:tensor|memref|vector)<[^<>]*>", Keyword.Type),  # one span per simple type
             (r"(tensor|memref|vector)(<)", bygroups(Keyword.Type, Punctuation)),
             (r"\b(?:[fi]\d+|bf16|f8E4M3FN|index|ui\d+)\b", Keyword.Type),
             (r"\b(?:[a-z_]+\.)+[a-z_]+\b", Name.Builtin),
@@ -41,6 +44,24 @@ class MlirLexer(RegexLexer):
             (r"\w+", Text),
             (r".", Text),
         ]
+    }
+
+
+class MlirStyle(Style):
+    """Colours for what carries meaning (ops, values, types, attributes); numbers and punctuation stay
+    plain, which also keeps a 100-op listing about half the size (one span per coloured token)."""
+
+    styles = {
+        Comment: "italic #3D7B7B",
+        String: "#BA2121",
+        Name.Variable: "#19177C",
+        Name.Function: "#0000FF",
+        Name.Label: "#767600",
+        Name.Constant: "#880000",
+        Name.Builtin: "#008000",
+        Name.Attribute: "#687822",
+        Keyword: "bold #008000",
+        Keyword.Type: "nobold #B00040",
     }
 
 
@@ -73,7 +94,7 @@ def mlir_html(
     text: str, highlight_lines: set[int] | frozenset[int] = frozenset(), linenos: bool = True
 ) -> str:
     """Highlighted MLIR with line numbers; ``highlight_lines`` (1-based) get a red background."""
-    formatter = HtmlFormatter(noclasses=True, nowrap=True, style="default")
+    formatter = HtmlFormatter(noclasses=True, nowrap=True, style=MlirStyle)
     body = highlight(text if text.endswith("\n") else text + "\n", MlirLexer(), formatter)
     rows = body.rstrip("\n").split("\n")
     width = len(str(len(rows)))
@@ -121,6 +142,8 @@ def fast_layout(dot: str, n_ops: int) -> str:
     if n_ops <= FAST_LAYOUT_OPS:
         return dot.replace("digraph trace {", "digraph trace {\n  nslimit=2;", 1)
     dot = _EDGE_LABEL.sub(r"\1;", dot)
+    # Square op boxes: a rounded box is a 330-character SVG path, a square one a 90-character polygon.
+    dot = dot.replace('style="rounded,filled"', "style=filled")
     return dot.replace("digraph trace {", "digraph trace {\n  splines=line; nslimit=1; mclimit=0.1;", 1)
 
 
@@ -136,15 +159,33 @@ def render_svg(dot: str) -> tuple[str | None, str]:
         return None, f"Graphviz failed ({type(exc).__name__}): showing the DOT text."
     # Drop the XML prolog and DOCTYPE: the SVG is embedded in HTML.
     start = svg.find("<svg")
-    return svg[start:] if start >= 0 else svg, ""
+    return compact_svg(svg[start:] if start >= 0 else svg), ""
+
+
+_SVG_NOISE = re.compile(r"<!--.*?-->|<title>[^<]*</title>", re.S)
+_SVG_GEOMETRY = re.compile(r' (points|d|x|y|cx|cy|rx|ry|x1|y1|x2|y2|transform|viewBox)="([^"]*)"')
+_DECIMALS = re.compile(r"(\d\.\d)\d+")
+_BETWEEN_TAGS = re.compile(r">\s+<")
+
+
+def _one_decimal(m: re.Match) -> str:
+    return m.group(1)
+
+
+def compact_svg(svg: str) -> str:
+    """Graphviz's SVG without comments, node/edge titles (nodes carry ids and tooltips) and blanks between
+    tags, coordinates to 0.1 pt (labels untouched): ~10% smaller, drawn the same."""
+    svg = _SVG_NOISE.sub("", svg)
+    svg = _SVG_GEOMETRY.sub(lambda m: f' {m.group(1)}="{_DECIMALS.sub(_one_decimal, m.group(2))}"', svg)
+    return _BETWEEN_TAGS.sub("><", svg)
 
 
 def graph_html(svg: str | None, dot: str, note: str = "", max_dot_chars: int = 20_000) -> str:
     if svg is not None:
         return f'<div class="tripy-graph" style="overflow:auto;max-height:640px">{svg}</div>'
     shown = dot if len(dot) <= max_dot_chars else dot[:max_dot_chars] + "\n... (DOT text cut)"
-    return (f'<div class="tripy-graph"><p style="color:#92400e">{html.escape(note)}</p>'
-            f'<details><summary>DOT text</summary><pre style="font-size:11px">{html.escape(shown)}</pre>'
+    return (f'<div class="tripy-graph"><p style="color:#92400e">{esc(note)}</p>'
+            f'<details><summary>DOT text</summary><pre style="font-size:11px">{esc(shown)}</pre>'
             "</details></div>")
 
 
@@ -183,7 +224,8 @@ def frame_html(df, float_format: str = "{:.4g}") -> str:
         float_format=lambda v: float_format.format(v),
         na_rep="",
     )
-    return f'<div style="overflow:auto;font-size:12px">{styled}</div>'
+    # pandas indents every tag; cell text is escaped, so ">  <" only ever sits between tags.
+    return f'<div style="overflow:auto;font-size:12px">{_BETWEEN_TAGS.sub("><", styled)}</div>'
 
 
 def log_frame(events: list[dict]):
@@ -195,25 +237,25 @@ def log_frame(events: list[dict]):
 def status_html(text: str, kind: str = "info") -> str:
     colors = {"info": "#1d4ed8", "busy": "#b45309", "error": "#b91c1c", "ok": "#15803d", "stale": "#6b7280"}
     style = f"color:{colors[kind]}"
-    return f'<span class="tripy-status tripy-status-{kind}" style="{style}">{html.escape(text)}</span>'
+    return f'<span class="tripy-status tripy-status-{kind}" style="{style}">{esc(text)}</span>'
 
 
 def problems_html(problems) -> str:
     if not problems:
         return ""
-    items = "".join(f"<li>{html.escape(str(p))}</li>" for p in problems)
+    items = "".join(f"<li>{esc(str(p))}</li>" for p in problems)
     return f'<div class="tripy-problems" style="color:#b91c1c"><b>Invalid bounds</b><ul>{items}</ul></div>'
 
 
 def error_html(summary: str, details: list[str], location: str = "", op: str | None = None) -> str:
-    parts = [f'<div class="tripy-error" style="color:#b91c1c;font-weight:bold">{html.escape(summary)}</div>']
+    parts = [f'<div class="tripy-error" style="color:#b91c1c;font-weight:bold">{esc(summary)}</div>']
     if details:
-        parts.append('<pre style="margin:4px 0">' + html.escape("\n".join(details)) + "</pre>")
+        parts.append('<pre style="margin:4px 0">' + esc("\n".join(details)) + "</pre>")
     if location:
-        parts.append('<pre style="background:#fef2f2;margin:4px 0">' + html.escape(location) + "</pre>")
+        parts.append('<pre style="background:#fef2f2;margin:4px 0">' + esc(location) + "</pre>")
     if op:
         parts.append(
-            f"<div>Failing op: <code>{html.escape(op)}</code> (highlighted in the Trace and MLIR tabs)</div>"
+            f"<div>Failing op: <code>{esc(op)}</code> (highlighted in the Trace and MLIR tabs)</div>"
         )
     return "".join(parts)
 
@@ -259,11 +301,11 @@ def sweep_svg(
     parts += [f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='#2563eb'/>" for x, y in zip(xs, ys)]
     parts.append(
         f"<text x='{(left + width - right) / 2}' y='{height - 6}' text-anchor='middle'>"
-        f"{html.escape(xlabel)}</text>"
+        f"{esc(xlabel)}</text>"
     )
     parts.append(
         f"<text x='12' y='{(top + height - bottom) / 2}' text-anchor='middle' "
-        f"transform='rotate(-90 12 {(top + height - bottom) / 2})'>{html.escape(ylabel)}</text>"
+        f"transform='rotate(-90 12 {(top + height - bottom) / 2})'>{esc(ylabel)}</text>"
     )
     parts.append("</svg>")
     return "".join(parts)
