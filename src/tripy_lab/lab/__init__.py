@@ -2,7 +2,8 @@
 
 ``benchmark`` and ``compare`` time Executables without widgets (pandas is imported when they run).
 ``show(exe)`` displays the ``%%tpcompile`` view of an Executable; ``report(exe, path)`` and
-``report_notebook(ipynb, path)`` write stand-alone HTML files.
+``report_notebook(ipynb, path)`` write stand-alone HTML files (module ``reports``: a submodule named
+``report`` would replace the ``report`` function on this package once imported).
 """
 
 from tripy_lab.lab.timing import benchmark, compare
@@ -19,13 +20,13 @@ def show(exe, name: str = "exe"):
 
 def report(exe, path, name: str = "exe"):
     """Write every stage of ``exe`` to one self-contained HTML file; returns its Path."""
-    from tripy_lab.lab.report import report as _report
+    from tripy_lab.lab.reports import report as _report
 
     return _report(exe, path, name)
 
 
 def report_notebook(ipynb_path, out_path):
     """Write every stage of every compile stored in a saved notebook to one self-contained HTML file."""
-    from tripy_lab.lab.report import report_notebook as _report_notebook
+    from tripy_lab.lab.reports import report_notebook as _report_notebook
 
     return _report_notebook(ipynb_path, out_path)

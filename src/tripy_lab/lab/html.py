@@ -5,7 +5,8 @@
 - ``sanitize(fragment)``: every finished fragment that leaves the kernel (widget panes, static
   snapshots, reports) is cleaned by nh3 (the maintained ammonia sanitizer) against the allowlist
   below: the HTML and SVG our views produce, ``style`` attributes limited to layout and colour
-  properties, no ``<script>``/``<style>``, no event handlers, no URLs at all.
+  properties, no ``<script>``/``<style>``, no event handlers, no URLs except SVG images inlined as
+  ``data:image/svg+xml`` (an SVG shown as an image runs no script and fetches nothing).
 
 ipywidgets' HTML widget assigns its value with ``innerHTML``, so this is the only barrier there.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import html as _stdlib_html
 
 HTML_TAGS = {
-    "a", "b", "br", "code", "details", "div", "em", "h3", "h4", "hr", "i", "li", "ol", "p", "pre",
+    "a", "b", "img", "br", "code", "details", "div", "em", "h3", "h4", "hr", "i", "li", "ol", "p", "pre",
     "small", "span", "strong", "summary", "table", "tbody", "td", "th", "thead", "tr", "ul",
 }  # fmt: skip
 # What graphviz and views.sweep_svg emit (<a> only as graphviz's tooltip wrapper: no link attributes).
@@ -28,6 +29,7 @@ SVG_ATTRIBUTES = {
 ATTRIBUTES = {
     "*": {"class", "id", "style", "title"},
     "details": {"open"},
+    "img": {"src", "alt", "width", "height"},
     "td": {"colspan", "rowspan"},
     "th": {"colspan", "rowspan"},
     **{tag: SVG_ATTRIBUTES for tag in SVG_TAGS},
@@ -48,6 +50,16 @@ def esc(value) -> str:
     return _stdlib_html.escape(str(value), quote=True)
 
 
+SVG_DATA_URI = "data:image/svg+xml,"
+
+
+def _only_svg_images(element: str, attribute: str, value: str) -> str | None:
+    """The one URL allowed anywhere: an ``<img>`` of an SVG inlined as a data URI (images run no script)."""
+    if attribute == "src":
+        return value if element == "img" and value.startswith(SVG_DATA_URI) else None
+    return value
+
+
 def sanitize(fragment: str) -> str:
     """``fragment`` with everything outside the allowlist removed (nh3; the ``lab`` extra installs it)."""
     import nh3
@@ -58,7 +70,8 @@ def sanitize(fragment: str) -> str:
         attributes=ATTRIBUTES,
         generic_attribute_prefixes={"data-"},
         filter_style_properties=STYLE_PROPERTIES,
-        url_schemes=set(),
+        url_schemes={"data"},
+        attribute_filter=_only_svg_images,
         link_rel=None,
         strip_comments=True,
     )

@@ -22,8 +22,10 @@ CLASS = "tripy-snapshot"
 MARKER = 'data-tripy-snapshot="1"'  # how report_notebook and the notebook test find snapshots in outputs
 PANES = (("trace", "Trace"), ("mlir", "MLIR"), ("engine", "Engine & layers"), ("run", "Run & time"),
          ("log", "Log"), ("error", "Error"))
-# Seconds of quiet before the output is re-sent: JupyterLab re-renders the whole widget on each update.
-UPDATE_DELAY_SECONDS = 1.0
+# Seconds without lab activity (edits, builds, tab switches, runs) before the output is re-sent: JupyterLab
+# re-creates the whole widget view on each update (focus and an ongoing drag are lost), so it must not
+# happen while the user is working with it.
+UPDATE_DELAY_SECONDS = 2.0
 
 _STATUS_COLORS = {"info": "#1d4ed8", "busy": "#b45309", "error": "#b91c1c", "ok": "#15803d", "stale": "#6b7280"}
 

@@ -24,11 +24,13 @@ class Limits:
     mlir_lines: int | None = None
     table_rows: int | None = None
     log_events: int = 40
+    svg_image: bool = False  # the graph as an <img> (survives untrusted sanitizers) instead of inline <svg>
 
 
 LIVE = Limits()
 # A saved notebook with five 100-op cells stays < 1 MB (benchmarks/bench_snapshot_size.py).
-SNAPSHOT = Limits(svg_chars=120_000, text_chars=12_000, mlir_lines=300, table_rows=150, log_events=15)
+SNAPSHOT = Limits(svg_chars=120_000, text_chars=12_000, mlir_lines=300, table_rows=150, log_events=15,
+                  svg_image=True)
 
 
 def _ms(seconds) -> str:
@@ -82,7 +84,8 @@ class TraceView:
             elided = note_html(f"Graph elided: its SVG is {len(svg) // 1000} kB (limit {limits.svg_chars // 1000} kB);"
                                " the listing below has every op.")
             svg, note = None, ""
-        graph = elided if elided else views.graph_html(svg, _cut(self.dot, limits.text_chars, "DOT text"), note)
+        graph = elided if elided else views.graph_html(svg, _cut(self.dot, limits.text_chars, "DOT text"), note,
+                                                   image=limits.svg_image)
         listing = esc(_cut(self.listing, limits.text_chars, "listing"))
         opened = " open" if elided else ""
         return (head + graph + f'<details{opened}><summary style="font-size:12px">trace listing</summary>'

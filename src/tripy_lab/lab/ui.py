@@ -52,7 +52,7 @@ class LabWidget:
         children = [self.panes["trace"], W.VBox([self.generic, self.panes["mlir"]]), self.panes["engine"],
                     self.run_box, self.panes["log"], self.panes["error"], self.crosswalk]
         self.tabs = W.Tab(children=children, titles=TAB_NAMES)
-        self.tabs.observe(lambda _: self._render_visible(), "selected_index")
+        self.tabs.observe(self._on_tab, "selected_index")
         for key, child in zip(_KEYS, children):
             child.add_class(f"tripy-tab-{key}")
         self.dirty: set[str] = set(_KEYS)
@@ -190,6 +190,10 @@ class LabWidget:
         s = self.session
         if s.stale & {"engine"} and (s.last_build_seconds or 0) < s.auto_build_seconds:
             s.build()
+
+    def _on_tab(self, _change) -> None:
+        self._render_visible()
+        self._changed()  # activity: holds back the snapshot update while the user looks around
 
     def _on_generic(self, _change) -> None:
         self._invalidate({"mlir"})

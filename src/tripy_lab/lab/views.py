@@ -180,9 +180,24 @@ def compact_svg(svg: str) -> str:
     return _BETWEEN_TAGS.sub("><", svg)
 
 
-def graph_html(svg: str | None, dot: str, note: str = "", max_dot_chars: int = 20_000) -> str:
+_SVG_LINK_NOISE = re.compile(r'<g id="a_[^"]*"><a xlink:title="[^"]*">|</a></g>| (?:id|class)="[^"]*"')
+_DATA_URI_QUOTE = str.maketrans({"%": "%25", "#": "%23", '"': "%22", "&": "%26", "\n": "%0A"})
+
+
+def svg_image(svg: str) -> str:
+    """The SVG as ``<img src="data:image/svg+xml,...">``: JupyterLab's sanitizer removes inline ``<svg>``
+    from untrusted outputs but keeps images (an SVG image cannot run script or fetch anything either).
+    Tooltip anchors and ids are dropped: an image has no hover or links."""
+    plain = _SVG_LINK_NOISE.sub("", svg)
+    if "xmlns=" not in plain[:400]:
+        plain = plain.replace("<svg", '<svg xmlns="http://www.w3.org/2000/svg"', 1)
+    src = "data:image/svg+xml," + plain.translate(_DATA_URI_QUOTE)
+    return f'<img class="tripy-graph-image" alt="trace graph" src="{src}" style="max-width:none">'
+
+
+def graph_html(svg: str | None, dot: str, note: str = "", max_dot_chars: int = 20_000, image: bool = False) -> str:
     if svg is not None:
-        return f'<div class="tripy-graph" style="overflow:auto;max-height:640px">{svg}</div>'
+        return f'<div class="tripy-graph" style="overflow:auto;max-height:640px">{svg_image(svg) if image else svg}</div>'
     shown = dot if len(dot) <= max_dot_chars else dot[:max_dot_chars] + "\n... (DOT text cut)"
     return (f'<div class="tripy-graph"><p style="color:#92400e">{esc(note)}</p>'
             f'<details><summary>DOT text</summary><pre style="font-size:11px">{esc(shown)}</pre>'
