@@ -9,10 +9,10 @@ import re
 import pytest
 
 import tripy_lab as tp
+import tripy_lab.lab
 from tripy_lab import pipeline
 from tripy_lab.core.errors import TripyException
 from tripy_lab.lab import html as H
-import tripy_lab.lab
 from tripy_lab.lab import magic, reports, snapshot, tabs
 
 IPython = pytest.importorskip("IPython")

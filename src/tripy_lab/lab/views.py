@@ -197,7 +197,8 @@ def svg_image(svg: str) -> str:
 
 def graph_html(svg: str | None, dot: str, note: str = "", max_dot_chars: int = 20_000, image: bool = False) -> str:
     if svg is not None:
-        return f'<div class="tripy-graph" style="overflow:auto;max-height:640px">{svg_image(svg) if image else svg}</div>'
+        drawn = svg_image(svg) if image else svg
+        return f'<div class="tripy-graph" style="overflow:auto;max-height:640px">{drawn}</div>'
     shown = dot if len(dot) <= max_dot_chars else dot[:max_dot_chars] + "\n... (DOT text cut)"
     return (f'<div class="tripy-graph"><p style="color:#92400e">{esc(note)}</p>'
             f'<details><summary>DOT text</summary><pre style="font-size:11px">{esc(shown)}</pre>'
