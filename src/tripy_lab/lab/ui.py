@@ -71,8 +71,9 @@ class LabWidget:
             self.dirty |= {"mlir", "crosswalk"}
         if "engine" in changed:
             self.dirty |= {"engine", "crosswalk"}
-        if "run" in changed:
+        if "run" in changed and self.run_shown:  # a result of the old engine is on screen
             self.run_out.value = "<i>engine changed: run or time again</i>"
+            self.run_shown = False
         if "log" in changed:
             self.dirty.add("log")
         # The fast tabs are the point of the loop: always refresh them (and the cheap engine/error ones);
@@ -173,6 +174,7 @@ class LabWidget:
         self.run_button.add_class("tripy-run")
         self.time_button.add_class("tripy-time")
         self.sweep_button.add_class("tripy-sweep-button")
+        self.run_shown = False  # run_out holds a result (not a hint): an engine change must say so
         self.run_out = W.HTML("<i>build, then Run or Time</i>")
         self.run_out.add_class("tripy-run-out")
         return W.VBox(
@@ -197,6 +199,7 @@ class LabWidget:
         self.run_out.value = views.status_html("running…", "busy")
         try:
             self.run_out.value = fn(self.session.exe)
+            self.run_shown = True
         except Exception as exc:  # a bad custom shape or a run-time error: show it, keep the widget alive
             self.run_out.value = views.error_html(
                 getattr(exc, "summary", f"{type(exc).__name__}: {exc}"), getattr(exc, "details", [])
@@ -224,7 +227,7 @@ class LabWidget:
 
     def _sweep(self, exe) -> str:
         points, xlabel, xs, opt_x = timing.sweep_points(exe.input_infos, n=6)
-        df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value)
+        df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value, label="sweep")
         ok = df["error"] == ""
         svg = views.sweep_svg(
             [x for x, good in zip(xs, ok) if good], list(df.loc[ok, "median_ms"]), opt_x, xlabel
