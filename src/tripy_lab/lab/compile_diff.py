@@ -91,7 +91,7 @@ def line_rows(a: list[str], b: list[str], context: int = CONTEXT) -> list[DiffRo
 
 
 # -- what is compared -------------------------------------------------------------------------------
-def _bounds(infos: dict) -> str:
+def bounds_text(infos: dict) -> str:
     parts = []
     for name, info in infos.items():
         b = info.value_bounds if isinstance(info, DimensionInputInfo) else info.shape_bounds
@@ -137,7 +137,7 @@ def summary_rows(exe_a, exe_b) -> list[tuple[str, str, str]]:
     return [
         row("engine", lambda e: e.engine),
         row("optimization level", lambda e: e.optimization_level),
-        row("bounds", lambda e: _bounds(e.input_infos)),
+        row("bounds", lambda e: bounds_text(e.input_infos)),
         row("signature", lambda e: e),
         row("trace ops", lambda e: len(e.stages["traced"].trace.ops) if e.stages.get("traced") else "?"),
         row("MLIR ops", lambda e: len(e.stages["lowered"].program.ops()) if e.stages.get("lowered") else "?"),
