@@ -10,7 +10,8 @@ import html
 from dataclasses import dataclass
 
 from tripy_lab.core.errors import TripyException
-from tripy_lab.lab import compile_diff as diff, tables, views
+from tripy_lab.lab import compile_diff as diff
+from tripy_lab.lab import tables, views
 
 
 def editable_text(lowered) -> str:

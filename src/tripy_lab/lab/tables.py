@@ -88,17 +88,20 @@ def formatters(df: pd.DataFrame) -> dict[str, object]:
     return out
 
 
-def style(df: pd.DataFrame, highlight: dict[tuple[int, str], str] | None = None):
+def style(df: pd.DataFrame):
     """The one Styler of the lab: unit headers, 3 significant digits, wrapping cells, no index.
 
-    ``highlight`` maps (row position, column) to a CSS background (used by the diff view).
+    Deterministic HTML (a fixed table id, no per-cell ids): every table shares the same CSS, and static
+    snapshots of the same data are byte-identical.
     """
+    from pandas.io.formats.style import Styler
+
     shown = pd.DataFrame(df).reset_index(drop=True)
     fmt = formatters(shown)
     numeric = [header(str(c)) for c in shown.columns if c in fmt or pd.api.types.is_numeric_dtype(shown[c])]
     fmt = {header(str(c)): f for c, f in fmt.items()}
     shown.columns = [header(str(c)) for c in shown.columns]
-    styler = shown.style.hide(axis="index").set_table_styles(TABLE_CSS)
+    styler = Styler(shown, uuid="tripy", cell_ids=False).hide(axis="index").set_table_styles(TABLE_CSS)
     styler = styler.set_table_attributes('class="tripy-table"')
     styler = styler.format(None, na_rep="", escape="html").format_index(escape="html", axis=1)
     for column, f in fmt.items():
@@ -107,17 +110,12 @@ def style(df: pd.DataFrame, highlight: dict[tuple[int, str], str] | None = None)
         classes = pd.DataFrame("", index=shown.index, columns=shown.columns)
         classes[numeric] = "tripy-num"
         styler = styler.set_td_classes(classes)
-    if highlight:
-        css = pd.DataFrame("", index=shown.index, columns=shown.columns)
-        for (row, column), color in highlight.items():
-            css.iloc[row, list(df.columns).index(column)] = f"background:{color}"
-        styler = styler.apply(lambda _: css, axis=None)
     return styler
 
 
-def frame_html(df: pd.DataFrame, highlight: dict[tuple[int, str], str] | None = None) -> str:
+def frame_html(df: pd.DataFrame) -> str:
     """The styled table in a box that scrolls (both ways) instead of overflowing the cell."""
-    html = style(df, highlight).to_html()
+    html = style(df).to_html()
     return f'<div class="tripy-table-box" style="{BOX_STYLE}">{html}</div>'
 
 

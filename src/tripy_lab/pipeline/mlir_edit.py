@@ -14,6 +14,7 @@ from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import user_location
 from tripy_lab.mlir.program import MlirProgram
 
+_OP_NAME = re.compile(r"\b[a-z_]+\.[a-z_.]+\b")
 _UNDEFINED = re.compile(r"values used but not defined: \[(%[\w$.\-]+)")
 
 
@@ -54,7 +55,13 @@ def parse_and_verify(text: str, resources: dict[str, bytes]):
         line, col = where.line, where.col
         if (m := _UNDEFINED.search(exc.msg)) and (use := re.search(re.escape(m.group(1)) + r"(?![\w$.\-])", text)):
             line, col = line_col(text, use.start())  # xDSL reports these at the end of the block: show the use
-        raise MlirTextError(exc.msg, text, line, col) from None
+        message = exc.msg
+        if "builtin.unregistered" in message:  # xDSL's words for an op name no dialect defines
+            code = text.splitlines()[line - 1] if line <= text.count("\n") + 1 else ""
+            names = [m for m in _OP_NAME.finditer(code) if m.start() < col]
+            if names:
+                message, col = f"unknown operation '{names[-1].group(0)}'", names[-1].start() + 1
+        raise MlirTextError(message, text, line, col) from None
     except (ValueError, KeyError) as exc:  # a malformed resource trailer, an unknown enum spelling
         raise MlirTextError(str(exc), text, 1, 1) from None
     for op in module.walk():

@@ -1,0 +1,81 @@
+"""The widget hooks: MLIR tab editor (edit, build, compare), Compare tab picker, Run tab hints."""
+
+import html
+import re
+
+import numpy as np
+import pytest
+
+from tripy_lab.lab import magic
+
+IPython = pytest.importorskip("IPython")
+CELL = ("%%tpcompile red_exe a=f32[1:2:3,4] --engine reference --debounce-ms 0\n"
+        "def red(a):\n    return tp.sum(a, dim=1)\n")
+
+
+@pytest.fixture(scope="module")
+def ui():
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "tripy_lab")
+    shell.run_cell("import tripy_lab as tp")
+    assert shell.run_cell(CELL).success
+    yield magic.last
+    shell.set_custom_exc((), None)
+
+
+def text_of(markup: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+def test_run_tab_hint_before_and_after_a_run(ui):
+    assert ui.session.exe is not None  # auto-built
+    assert "engine changed" not in ui.run_out.value  # nothing ran yet: no stale-result warning
+    ui.point.value, ui.warmup.value, ui.iters.value = "opt", 0, 2
+    ui.run_button.click()
+    assert "(2,)" in ui.run_out.value
+    ui.level.value = 2  # a rebuild: the shown result is the old engine's
+    assert "engine changed: run or time again" in ui.run_out.value
+    ui.level.value = 3
+
+
+def test_edit_ksum_to_kprod_builds_and_compares(ui):
+    editor = ui.mlir_editor
+    editor.toggle.value = True
+    assert editor.widget.layout.display == "flex" and ui.panes["mlir"].layout.display == "none"
+    assert "<kSUM>" in editor.text.value and "__elided__" not in editor.text.value
+    editor.text.value = editor.text.value.replace("<kSUM>", "<kPROD>")
+    editor.build_button.click()
+    out = text_of(editor.out.value)
+    assert "outputs differ from the original" in out and "max abs err" in out
+    edited = ui.session.namespace["red_exe_edited"]
+    x = np.arange(1, 9, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_allclose(np.asarray(edited(x).tolist()), np.prod(x, axis=1))
+    assert not editor.result.same and editor.result.comparison["max_abs_err"][0] > 0
+
+
+def test_a_malformed_edit_shows_line_and_column_and_recovers(ui):
+    editor = ui.mlir_editor
+    editor.text.value = editor.text.value.replace("<kPROD>", "<kPRODUCT>")
+    editor.build_button.click()
+    assert 'data-line="4"' in editor.out.value and "line 4, column 27" in text_of(editor.out.value)
+    editor.reset_button.click()
+    editor.build_button.click()
+    assert "outputs match the original" in text_of(editor.out.value)
+    editor.toggle.value = False
+    assert ui.panes["mlir"].layout.display is None
+
+
+def test_compare_tab_lists_builds_and_shows_the_diff(ui):
+    ui.tabs.selected_index = ui.tabs.children.index(ui.compare.widget)
+    labels = [label for label, _ in ui.compare.picker.options]
+    assert labels[0] == "Compare with…" and "reference -O0" in labels
+    assert any(label.startswith("built: reference -O2") for label in labels)  # the level-2 build above
+    choice = dict(ui.compare.picker.options)["reference -O0"]
+    ui.compare.picker.value = choice
+    out = ui.compare.out.value
+    assert "tripy-diff-mlir" in out and "tripy-diff-timing" in out
+    assert ui.compare.result.labels[1] == "reference -O0"
+    assert ("optimization level", "3", "0") in ui.compare.result.summary
+    assert ui.compare.picker.value == choice
