@@ -221,8 +221,9 @@ def _marked(a: str, b: str) -> tuple[str, str]:
     return "".join(out_a), "".join(out_b)
 
 
-_CELL = "padding:0 6px;white-space:pre-wrap;overflow-wrap:anywhere;vertical-align:top;width:50%"
-_NO = "padding:0 4px;color:#9ca3af;text-align:right;user-select:none;vertical-align:top"
+# Inline text-align/background: JupyterLab's output CSS right-aligns cells and stripes rows.
+_CELL = "text-align:left;padding:0 6px;white-space:pre-wrap;overflow-wrap:anywhere;vertical-align:top;width:50%"
+_NO = "background:none;padding:0 4px;color:#9ca3af;text-align:right;user-select:none;vertical-align:top"
 
 
 def rows_html(rows: list[DiffRow], labels: tuple[str, str] = ("A", "B")) -> str:
@@ -231,7 +232,8 @@ def rows_html(rows: list[DiffRow], labels: tuple[str, str] = ("A", "B")) -> str:
     body = []
     for r in rows:
         if r.kind == "fold":
-            body.append(f'<tr class="tripy-diff-fold"><td colspan="4" style="color:#6b7280;padding:0 6px">'
+            body.append(f'<tr class="tripy-diff-fold" style="background:none"><td colspan="4" '
+                        f'style="text-align:left;color:#6b7280;padding:0 6px">'
                         f"⋯ {esc(r.left)}</td></tr>")
             continue
         if r.kind == "replace":
@@ -239,10 +241,10 @@ def rows_html(rows: list[DiffRow], labels: tuple[str, str] = ("A", "B")) -> str:
         else:
             left = "" if r.left is None else esc(r.left)
             right = "" if r.right is None else esc(r.right)
-        bg_l = {"replace": COLORS["replace"], "delete": COLORS["delete"], "insert": "#f9fafb"}.get(r.kind, "")
-        bg_r = {"replace": COLORS["replace"], "insert": COLORS["insert"], "delete": "#f9fafb"}.get(r.kind, "")
+        bg_l = {"replace": COLORS["replace"], "delete": COLORS["delete"], "insert": "#f9fafb"}.get(r.kind, "none")
+        bg_r = {"replace": COLORS["replace"], "insert": COLORS["insert"], "delete": "#f9fafb"}.get(r.kind, "none")
         body.append(
-            f'<tr class="tripy-diff-{r.kind}">'
+            f'<tr class="tripy-diff-{r.kind}" style="background:none">'
             f'<td style="{_NO}">{r.left_no or ""}</td><td style="{_CELL};background:{bg_l}">{left}</td>'
             f'<td style="{_NO}">{r.right_no or ""}</td><td style="{_CELL};background:{bg_r}">{right}</td></tr>'
         )
@@ -268,9 +270,10 @@ def _section_html(s: Section, labels: tuple[str, str]) -> str:
 def diff_html(d: CompileDiff) -> str:
     """The HTML fragment of a CompileDiff (live widget and static HTML alike)."""
     summary = "".join(
-        f"<tr><th style='text-align:left;padding:0 10px 0 0'>{esc(what)}</th>"
-        f"<td style='padding:0 10px;{'background:' + COLORS['replace'] if a != b else ''}'>{esc(a)}</td>"
-        f"<td style='padding:0 10px;{'background:' + COLORS['replace'] if a != b else ''}'>{esc(b)}</td></tr>"
+        f"<tr style='background:none'><th style='text-align:left;padding:0 10px 0 0'>{esc(what)}</th>"
+        f"<td style='text-align:left;padding:0 10px;background:{COLORS['replace'] if a != b else 'none'}'>"
+        f"{esc(a)}</td><td style='text-align:left;padding:0 10px;"
+        f"background:{COLORS['replace'] if a != b else 'none'}'>{esc(b)}</td></tr>"
         for what, a, b in d.summary
     )
     parts = [

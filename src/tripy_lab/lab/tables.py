@@ -22,9 +22,10 @@ TABLE_CSS = [
     {"selector": "th", "props": "text-align:left;padding:2px 8px;background:#f3f4f6;white-space:nowrap;"
                                 "border-bottom:1px solid #d1d5db;font-weight:600;"},
     {"selector": "td", "props": f"text-align:left;padding:1px 8px;vertical-align:top;white-space:normal;"
-                                f"overflow-wrap:anywhere;max-width:{CELL_MAX_WIDTH};"
+                                f"overflow-wrap:break-word;max-width:{CELL_MAX_WIDTH};"
                                 "border-bottom:1px solid #f3f4f6;"},
     {"selector": "td.tripy-num", "props": "text-align:right;font-variant-numeric:tabular-nums;"},
+    {"selector": "tr", "props": "background:none;"},  # no notebook zebra stripes
 ]
 BOX_STYLE = "overflow:auto;max-width:100%;max-height:480px;font-size:12px"
 
