@@ -75,3 +75,11 @@ def test_sweep_plot_keeps_the_y_title_clear_of_its_ticks():
         assert all(math.isfinite(float(t)) for _, t in ticks)
     assert views.nice_ticks(0.37) == [0.0, 0.1, 0.2, 0.3, 0.4]
     assert np.allclose(views.nice_ticks(5014), [0, 2000, 4000, 6000])
+
+
+def test_long_frames_display_truncated():
+    df = tables.LabFrame({"x_ms": np.arange(1000, dtype=float)})
+    with pd.option_context("display.max_rows", 20):
+        assert cells(df._repr_html_()).__len__() == 20 and "980 more rows" in df._repr_html_()
+        assert len(repr(df).splitlines()) < 30
+    assert len(df) == 1000

@@ -125,7 +125,7 @@ def frame_text(df: pd.DataFrame) -> str:
     shown = pd.DataFrame(df).reset_index(drop=True)
     fmt = {header(str(c)): f for c, f in formatters(shown).items()}
     shown.columns = [header(str(c)) for c in shown.columns]
-    return shown.to_string(index=False, formatters=fmt, na_rep="")
+    return shown.to_string(index=False, formatters=fmt, na_rep="", max_rows=pd.get_option("display.max_rows"))
 
 
 class LabFrame(pd.DataFrame):
@@ -136,7 +136,11 @@ class LabFrame(pd.DataFrame):
         return LabFrame
 
     def _repr_html_(self) -> str:
-        return frame_html(self)
+        limit = pd.get_option("display.max_rows") or len(self)
+        if len(self) <= limit:
+            return frame_html(self)
+        more = f"<div style='font-size:12px;color:#6b7280'>… {len(self) - limit} more rows</div>"
+        return frame_html(self.head(limit)) + more
 
     def __repr__(self) -> str:
         return frame_text(self)
