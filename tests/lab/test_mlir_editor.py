@@ -79,3 +79,25 @@ def test_compare_tab_lists_builds_and_shows_the_diff(ui):
     assert ui.compare.result.labels[1] == "reference -O0"
     assert ("optimization level", "3", "0") in ui.compare.result.summary
     assert ui.compare.picker.value == choice
+
+
+def test_two_bound_sets_from_the_picker_and_a_stale_edit_note(ui):
+    editor = ui.mlir_editor
+    editor.toggle.value = True
+    editor.reset_button.click()
+    ui.editor.rows[0].range.value = (1, 6)  # new bounds: re-trace and (fast) auto-build
+    assert "max = [6, 4]" in text_of(ui.panes["mlir"].value)
+    assert "original changed" in editor.note.value and "max = [3, 4]" in editor.text.value
+    editor.build_button.click()  # builds against the module the text came from
+    assert "outputs match the original" in text_of(editor.out.value)
+    editor.toggle.value = False
+    ui.tabs.selected_index = ui.tabs.children.index(ui.compare.widget)
+    ui.compare.refresh()
+    options = dict(ui.compare.picker.options)
+    label = "built: reference -O3 a=[1:2:3,4]"
+    assert label in options
+    ui.compare.picker.value = options[label]
+    d = ui.compare.result
+    assert ("bounds", "a=[1:2:6,4]", "a=[1:2:3,4]") in d.summary
+    assert d.section("MLIR").changed == 1 and d.section("Layers").changed == 0
+    assert bool(d.outputs["allclose"].all())  # this build's opt shapes (2x4) fit the other's bounds

@@ -153,8 +153,7 @@ def compare_outputs(exe_a, exe_b, shapes="opt", seed: int = 0, labels: tuple[str
     outs = []
     for exe in (exe_a, exe_b):
         out = exe(**inputs)
-        outs.append([np.asarray(o.tolist() if hasattr(o, "tolist") else o) for o in
-                     (out if isinstance(out, tuple) else (out,))])
+        outs.append([np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))])
     rows = []
     for k in range(max(len(outs[0]), len(outs[1]))):
         x = outs[0][k] if k < len(outs[0]) else None

@@ -61,6 +61,13 @@ def error_html(exc: BaseException) -> str:
     return f'<div class="tripy-edit-error">{views.error_html(f"{type(exc).__name__}: {exc}", [])}</div>'
 
 
+# Code font, no wrapping: the columns an error names are the columns on screen.
+EDITOR_CSS = """<style>
+.tripy-mlir-editor textarea { font-family: var(--jp-code-font-family, monospace); font-size: 12px;
+  line-height: 1.45; white-space: pre; overflow-wrap: normal; overflow: auto; }
+</style>"""
+
+
 class MlirEditor:
     """The MLIR tab's editor: ``toggle`` switches the tab between the highlighted view and ``widget``."""
 
@@ -68,7 +75,7 @@ class MlirEditor:
         import ipywidgets as W
 
         self.session = session
-        self.toggle = W.ToggleButton(value=False, description="Edit", icon="pencil",
+        self.toggle = W.ToggleButton(value=False, description="Edit", icon="pencil", layout=W.Layout(width="90px"),
                                      tooltip="edit the MLIR, build it and compare with the original")
         self.toggle.add_class("tripy-mlir-edit-toggle")
         self.text = W.Textarea(layout=W.Layout(width="100%", height="320px"))
@@ -78,7 +85,9 @@ class MlirEditor:
         self.reset_button = W.Button(description="Reset to original", icon="undo")
         self.out = W.HTML()
         self.out.add_class("tripy-edit-out")
-        self.widget = W.VBox([self.text, W.HBox([self.build_button, self.reset_button]), self.out],
+        self.note = W.HTML()
+        self.widget = W.VBox([W.HTML(EDITOR_CSS), self.note, self.text,
+                              W.HBox([self.build_button, self.reset_button]), self.out],
                              layout=W.Layout(display="none"))
         self.source = None  # the Lowered the text came from
         self.result: EditResult | None = None
@@ -94,10 +103,30 @@ class MlirEditor:
         if self.on_toggle is not None:
             self.on_toggle(change["new"])
 
+    def on_session(self) -> None:
+        """The cell's MLIR changed (new bounds): keep the user's edits, say what they are based on."""
+        stale = self.source is not None and self.source is not self.session.lowered
+        self.note.value = ('<div class="tripy-edit-note" style="color:#92400e;font-size:12px">The original '
+                           "changed since this text was taken (bounds edited): the edit still builds against "
+                           "the module it came from; <b>Reset to original</b> takes the new one.</div>"
+                           if stale else "")
+
     def reset(self) -> None:
         self.source = self.session.lowered
         self.text.value = "" if self.source is None else editable_text(self.source)
-        self.out.value = ""
+        lines = self.text.value.count("\n") + 2
+        self.text.layout.height = f"{min(max(lines, 8), 32) * 1.45 + 1:.1f}em"
+        self.out.value = self.note.value = ""
+
+    def _original_exe(self):
+        """The Executable built from the edited text's source module, with the session's engine/level."""
+        s = self.session
+        if s.built is not None and s.built.lowered is self.source:
+            return s.exe
+        for built in s._built.values():
+            if built.lowered is self.source and built.optimization_level == s.optimization_level:
+                return built.executable()
+        return self.source.build(engine=s.engine, optimization_level=s.optimization_level).executable()
 
     @property
     def exe_name(self) -> str:
@@ -105,12 +134,13 @@ class MlirEditor:
 
     def build(self) -> None:
         s = self.session
-        if self.source is None or s.exe is None:
-            self.out.value = views.status_html("Build the original first (Build button above).", "error")
+        if self.source is None:
+            self.out.value = views.status_html("No MLIR yet: fix the cell's error first.", "error")
             return
         self.out.value = views.status_html("building the edited module…", "busy")
         try:
-            self.result = build_edited(self.text.value, self.source, s.exe, s.engine, s.optimization_level)
+            original = self._original_exe()
+            self.result = build_edited(self.text.value, self.source, original, s.engine, s.optimization_level)
         except Exception as exc:  # parse/verify errors (line, column), engine errors: shown, widget alive
             self.result = None
             self.out.value = error_html(exc)

@@ -49,6 +49,7 @@ class LabWidget:
         # The MLIR tab switches between the highlighted text and an editor; Compare holds the diff view.
         self.mlir_editor = MlirEditor(session, on_toggle=self._on_edit_toggle)
         self.compare = ComparePane(session)
+        self.generic.layout.width = "auto"  # the Edit toggle sits next to it
         mlir_box = W.VBox([W.HBox([self.generic, self.mlir_editor.toggle]), self.panes["mlir"],
                            self.mlir_editor.widget])
         children = [self.panes["trace"], mlir_box, self.panes["engine"], self.run_box, self.panes["log"],
@@ -76,6 +77,7 @@ class LabWidget:
             self.svg = None
         if "mlir" in changed:
             self.dirty |= {"mlir", "crosswalk"}
+            self.mlir_editor.on_session()
         if "engine" in changed:
             self.dirty |= {"engine", "crosswalk", "compare"}
         if "run" in changed and self.run_shown:  # a result of the old engine is on screen
