@@ -42,6 +42,15 @@ def test_edit_mlir_build_compare_and_diff(lab):
     expect(view.locator(".tripy-status-ok")).to_contain_text("red_exe = Executable", timeout=TIMEOUT)
     expect(view.locator(".tripy-run-out")).not_to_contain_text("engine changed")
 
+    # Engine and Log tabs: the layer and log tables in the lab's style (unit headers, no "None").
+    tab(view, "Engine").click()
+    expect(view.locator(".tripy-tab-engine table.tripy-table")).to_be_visible(timeout=TIMEOUT)
+    tab(view, "Log").click()
+    log = view.locator(".tripy-tab-log")
+    expect(log.locator("th", has_text="time (ms)").first).to_be_visible(timeout=TIMEOUT)
+    assert "None" not in log.inner_text()
+    lab.screenshot("diff-edit-0-log.png", view)
+
     # MLIR tab -> Edit: the highlighted text gives way to an editor holding the module.
     tab(view, "MLIR").click()
     view.locator(".tripy-mlir-edit-toggle").click()

@@ -276,7 +276,7 @@ def diff_html(d: CompileDiff) -> str:
         for what, a, b in d.summary
     )
     parts = [
-        '<div class="tripy-diff" style="font-size:12px">',
+        '<div class="tripy-diff" style="font-size:12px;line-height:1.4">',
         f"<table class='tripy-diff-summary' style='font-size:12px;margin-bottom:6px'><tr><th></th>"
         f"<th style='text-align:left;padding:0 10px'>{esc(d.labels[0])}</th>"
         f"<th style='text-align:left;padding:0 10px'>{esc(d.labels[1])}</th></tr>{summary}</table>",

@@ -15,6 +15,7 @@ import pandas as pd
 # Column suffix -> unit shown in the header. Longest first: "_per_s" before "_s".
 UNIT_SUFFIXES = (("_per_s", "1/s"), ("_ms", "ms"), ("_us", "µs"), ("_s", "s"), ("_mb", "MB"))
 HEADERS = {"ms": "time (ms)", "opt_level": "opt level"}
+SHORT_TEXT = 40  # cells up to this many characters stay on one line
 CELL_MAX_WIDTH = "32em"  # a long cell (source ops, user lines, errors) wraps at this width
 
 TABLE_CSS = [
@@ -24,10 +25,11 @@ TABLE_CSS = [
     {"selector": "td", "props": f"text-align:left;padding:1px 8px;vertical-align:top;white-space:normal;"
                                 f"overflow-wrap:break-word;max-width:{CELL_MAX_WIDTH};"
                                 "border-bottom:1px solid #f3f4f6;"},
-    {"selector": "td.tripy-num", "props": "text-align:right;font-variant-numeric:tabular-nums;"},
+    {"selector": "td.tripy-num", "props": "text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;"},
+    {"selector": "td.tripy-short", "props": "white-space:nowrap;"},
     {"selector": "tr", "props": "background:none;"},  # no notebook zebra stripes
 ]
-BOX_STYLE = "overflow:auto;max-width:100%;max-height:480px;font-size:12px"
+BOX_STYLE = "overflow:auto;max-width:100%;max-height:480px;font-size:12px;line-height:1.4"  # widgets set 28px
 
 
 def header(column: str) -> str:
@@ -107,11 +109,10 @@ def style(df: pd.DataFrame):
     styler = styler.format(None, na_rep="", escape="html").format_index(escape="html", axis=1)
     for column, f in fmt.items():
         styler = styler.format(f, subset=[column], na_rep="", escape="html")
-    if numeric:
-        classes = pd.DataFrame("", index=shown.index, columns=shown.columns)
-        classes[numeric] = "tripy-num"
-        styler = styler.set_td_classes(classes)
-    return styler
+    # Numbers right-aligned; short text never wraps (a wide table scrolls instead of squashing it).
+    classes = shown.map(lambda v: "tripy-short" if len(str(v)) <= SHORT_TEXT else "")
+    classes[numeric] = "tripy-num"
+    return styler.set_td_classes(classes)
 
 
 def frame_html(df: pd.DataFrame) -> str:
