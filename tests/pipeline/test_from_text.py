@@ -72,3 +72,19 @@ def test_a_changed_signature_is_refused(lowered):
     two = text.replace("%arg0: tensor<?x4xf32> {", "%arg1: tensor<4xf32>, %arg0: tensor<?x4xf32> {", 1)
     with pytest.raises(tp.TripyException, match="takes 2 arguments; the original takes 1"):
         Lowered.from_text(two, like=lowered)
+
+
+def test_elided_or_unknown_constant_data_is_refused_at_its_line():
+    weights = np.arange(2000, dtype=np.float32).reshape(500, 4)
+    lowered = pipeline.trace(lambda a: a + tp.Tensor(weights),
+                             args=[tp.InputInfo(shape=(500, 4), dtype=tp.float32)]).lower()
+    text = lowered.as_text()  # the constant is a dense_resource handle: its bytes come from `like`
+    exe = Lowered.from_text(text, like=lowered).build(engine="reference").executable()
+    np.testing.assert_array_equal(np.asarray(exe(weights)), weights * 2)
+    with pytest.raises(tp.TripyException, match="no data for dense_resource<tripy_const_0>") as info:
+        Lowered.from_text(text)  # no `like`, no trailer: the data is nowhere
+    assert info.value.line == text.splitlines().index(next(
+        ln for ln in text.splitlines() if "tensorrt.constant" in ln)) + 1
+    elided = text.replace("dense_resource<tripy_const_0>", "dense_resource<__elided__>")
+    with pytest.raises(tp.TripyException, match="elide"):
+        Lowered.from_text(elided, like=lowered)

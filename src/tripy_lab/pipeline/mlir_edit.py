@@ -73,6 +73,22 @@ def parse_and_verify(text: str, resources: dict[str, bytes]):
     return module, op_starts
 
 
+def check_resources(module, blobs: dict[str, bytes], text: str, op_starts: dict[int, int]) -> None:
+    """Every ``dense_resource<handle>`` must have its bytes (a copied display text has ``__elided__``)."""
+    from xdsl.dialects.builtin import DenseResourceAttr
+
+    for op in module.walk():
+        for attr in [*op.properties.values(), *op.attributes.values()]:
+            if isinstance(attr, DenseResourceAttr) and attr.resource_handle.data not in blobs:
+                line, col = line_col(text, op_starts.get(id(op), 0))
+                handle = attr.resource_handle.data
+                raise MlirTextError(
+                    f"{op.name}: no data for dense_resource<{handle}>"
+                    + (" (the display text elides large constants: edit the text of as_text(elide=False))"
+                       if handle == "__elided__" else " (not in the original's resources or the text's trailer)"),
+                    text, line, col, kind="verify")
+
+
 def _dtype(element) -> dtypes.dtype:
     from tripy_lab.mlir.attrs import NUMPY_DTYPES, element_name
 
@@ -114,6 +130,7 @@ def program_from_text(text: str, like: MlirProgram | None = None,
     blobs = dict(like.resources) if like is not None else {}
     blobs.update(resources or {})
     module, op_starts = parse_and_verify(text, blobs)
+    check_resources(module, blobs, text, op_starts)
     probe = MlirProgram(module, [], {}, [])
     try:
         main = probe.main()
