@@ -155,8 +155,8 @@ def _shape(s) -> str:
 
 
 def layers_frame(layers):
-    """The engine's layer table: one row per LayerRecord."""
-    import pandas as pd
+    """The engine's layer table: one row per LayerRecord (a LabFrame: shown in the lab's table style)."""
+    from tripy_lab.lab.tables import LabFrame
 
     rows = [
         {
@@ -172,7 +172,7 @@ def layers_frame(layers):
         for ly in layers
     ]
     columns = ["layer", "kind", "source ops", "user lines", "shapes", "dtype", "kernel", "mlir ops"]
-    return pd.DataFrame(rows, columns=columns)
+    return LabFrame(rows, columns=columns)
 
 
 def frame_html(df) -> str:
