@@ -60,6 +60,10 @@ def test_a_malformed_edit_shows_line_and_column_and_recovers(ui):
     editor.text.value = editor.text.value.replace("<kPROD>", "<kPRODUCT>")
     editor.build_button.click()
     assert 'data-line="4"' in editor.out.value and "line 4, column 27" in text_of(editor.out.value)
+    marked = re.search(r'data-line="4" style="background:#fee2e2;[^"]*">(.*?)</div>', editor.out.value).group(1)
+    assert "kPRODUCT" in text_of(marked)  # the failing line, marked, in the excerpt of the edited text
+    caret = re.search(r'class="tripy-edit-caret"[^>]*>( *)\^', editor.out.value).group(1)
+    assert len(caret) == 4 + 27  # under column 27, past the line-number gutter
     editor.reset_button.click()
     editor.build_button.click()
     assert "outputs match the original" in text_of(editor.out.value)

@@ -53,11 +53,28 @@ def result_html(result: EditResult, name: str) -> str:
             f"at {html.escape(result.where)}</div>{tables.frame_html(result.comparison)}</div>")
 
 
-def error_html(exc: BaseException) -> str:
+def excerpt_html(text: str, line: int, column: int, around: int = 3) -> str:
+    """The edited text around ``line`` (numbered as in the editor), that line marked and a caret at ``column``."""
+    lines = text.splitlines()
+    rows = []
+    for k in range(max(1, line - around), min(len(lines), line + around) + 1):
+        mark = "background:#fee2e2;" if k == line else ""
+        rows.append(f'<div class="tripy-mlir-line" data-line="{k}" style="{mark}white-space:pre">'
+                    f'<span style="color:#9ca3af">{k:>4} </span>{html.escape(lines[k - 1])}</div>')
+        if k == line:
+            rows.append('<div class="tripy-edit-caret" style="white-space:pre;color:#b91c1c">'
+                        + " " * (4 + column) + "^</div>")
+    return ('<pre class="tripy-edit-excerpt" style="font-size:12px;line-height:1.35;overflow-x:auto;margin:4px 0">'
+            + "".join(rows) + "</pre>")
+
+
+def error_html(exc: BaseException, text: str = "") -> str:
     if isinstance(exc, TripyException):
         line = getattr(exc, "line", None)
-        where = "" if line is None else f' data-line="{line}" data-column="{exc.column}"'
-        return f'<div class="tripy-edit-error"{where}>{views.error_html(exc.summary, exc.details)}</div>'
+        if line is None:
+            return f'<div class="tripy-edit-error">{views.error_html(exc.summary, exc.details)}</div>'
+        return (f'<div class="tripy-edit-error" data-line="{line}" data-column="{exc.column}">'
+                f"{views.error_html(exc.summary, [exc.message])}{excerpt_html(text, line, exc.column)}</div>")
     return f'<div class="tripy-edit-error">{views.error_html(f"{type(exc).__name__}: {exc}", [])}</div>'
 
 
@@ -143,7 +160,7 @@ class MlirEditor:
             self.result = build_edited(self.text.value, self.source, original, s.engine, s.optimization_level)
         except Exception as exc:  # parse/verify errors (line, column), engine errors: shown, widget alive
             self.result = None
-            self.out.value = error_html(exc)
+            self.out.value = error_html(exc, self.text.value)
             return
         s.namespace[self.exe_name] = self.result.exe
         self.out.value = result_html(self.result, self.exe_name)
