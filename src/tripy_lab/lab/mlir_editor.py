@@ -59,7 +59,7 @@ def excerpt_html(text: str, line: int, column: int, around: int = 3) -> str:
     rows = []
     for k in range(max(1, line - around), min(len(lines), line + around) + 1):
         mark = "background:#fee2e2;" if k == line else ""
-        rows.append(f'<div class="tripy-mlir-line" data-line="{k}" style="{mark}white-space:pre">'
+        rows.append(f'<div class="tripy-edit-line" data-line="{k}" style="{mark}white-space:pre">'
                     f'<span style="color:#9ca3af">{k:>4} </span>{html.escape(lines[k - 1])}</div>')
         if k == line:
             rows.append('<div class="tripy-edit-caret" style="white-space:pre;color:#b91c1c">'
