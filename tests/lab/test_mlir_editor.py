@@ -6,23 +6,31 @@ import re
 import numpy as np
 import pytest
 
-from tripy_lab.lab import magic
+import tripy_lab as tp
 
-IPython = pytest.importorskip("IPython")
-CELL = ("%%tpcompile red_exe a=f32[1:2:3,4] --engine reference --debounce-ms 0\n"
-        "def red(a):\n    return tp.sum(a, dim=1)\n")
+pytest.importorskip("ipywidgets")
 
 
-@pytest.fixture(scope="module")
+def red(a):
+    return tp.sum(a, dim=1)
+
+
+@pytest.fixture
 def ui():
-    from IPython.testing.globalipapp import start_ipython
+    """The widget %%tpcompile red_exe a=f32[1:2:3,4] --engine reference shows (no kernel needed)."""
+    from tripy_lab.lab import spec as S
+    from tripy_lab.lab.bounds_editor import BoundsEditor
+    from tripy_lab.lab.bounds_model import BoundsModel
+    from tripy_lab.lab.session import Session
+    from tripy_lab.lab.ui import LabWidget
 
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "tripy_lab")
-    shell.run_cell("import tripy_lab as tp")
-    assert shell.run_cell(CELL).success
-    yield magic.last
-    shell.set_custom_exc((), None)
+    parsed = S.parse_line("red_exe a=f32[1:2:3,4]")
+    model = BoundsModel.from_values(["a"], {n: p.spec for n, p in parsed.params.items()})
+    session = Session(red, model, exe_name="red_exe", namespace={}, engine="reference", debounce_seconds=0)
+    editor = BoundsEditor(model, on_change=session.schedule)
+    widget = LabWidget(session, editor, title="red")
+    session.refresh()
+    return widget
 
 
 def text_of(markup: str) -> str:
@@ -57,7 +65,8 @@ def test_edit_ksum_to_kprod_builds_and_compares(ui):
 
 def test_a_malformed_edit_shows_line_and_column_and_recovers(ui):
     editor = ui.mlir_editor
-    editor.text.value = editor.text.value.replace("<kPROD>", "<kPRODUCT>")
+    editor.toggle.value = True
+    editor.text.value = editor.text.value.replace("<kSUM>", "<kPRODUCT>")
     editor.build_button.click()
     assert 'data-line="4"' in editor.out.value and "line 4, column 27" in text_of(editor.out.value)
     marked = re.search(r'data-line="4" style="background:#fee2e2;[^"]*">(.*?)</div>', editor.out.value).group(1)
@@ -72,6 +81,8 @@ def test_a_malformed_edit_shows_line_and_column_and_recovers(ui):
 
 
 def test_compare_tab_lists_builds_and_shows_the_diff(ui):
+    ui.level.value = 2  # a second build of the same bounds, cached
+    ui.level.value = 3
     ui.tabs.selected_index = ui.tabs.children.index(ui.compare.widget)
     labels = [label for label, _ in ui.compare.picker.options]
     assert labels[0] == "Compare with…" and "reference -O0" in labels
