@@ -1,6 +1,7 @@
-"""The lab layer: ``%%tpcompile``, the bounds editor, stage tabs, timing tables, snapshots and reports.
+"""The lab layer: ``%%tpcompile``, the bounds editor, stage tabs, timing tables, compile diffs, snapshots
+and reports.
 
-``benchmark`` and ``compare`` time Executables without widgets (pandas is imported when they run).
+``benchmark``, ``compare`` and ``diff`` work without widgets (pandas is imported when they run).
 ``show(exe)`` displays the ``%%tpcompile`` view of an Executable; ``report(exe, path)`` and
 ``report_notebook(ipynb, path)`` write stand-alone HTML files (module ``reports``: a submodule named
 ``report`` would replace the ``report`` function on this package once imported).
@@ -8,7 +9,15 @@
 
 from tripy_lab.lab.timing import benchmark, compare
 
-__all__ = ["benchmark", "compare", "report", "report_notebook", "show"]
+
+def diff(exe_a, exe_b, labels=None, **options):
+    """Compare two compiles stage by stage -> ``CompileDiff`` (shown as HTML in a notebook).
+
+    See ``tripy_lab.lab.compile_diff.diff`` for the options (outputs, time, shapes, warmup, iters).
+    """
+    from tripy_lab.lab.compile_diff import diff as compile_diff
+
+    return compile_diff(exe_a, exe_b, labels, **options)
 
 
 def show(exe, name: str = "exe"):
@@ -30,3 +39,6 @@ def report_notebook(ipynb_path, out_path):
     from tripy_lab.lab.reports import report_notebook as _report_notebook
 
     return _report_notebook(ipynb_path, out_path)
+
+
+__all__ = ["benchmark", "compare", "diff", "report", "report_notebook", "show"]

@@ -75,3 +75,9 @@ def sanitize(fragment: str) -> str:
         link_rel=None,
         strip_comments=True,
     )
+
+
+def stylesheet(rules: list[dict], scope: str) -> str:
+    """pandas-Styler-style rules (``{"selector", "props"}``, our constants) as CSS text under ``scope``, for the
+    lab's own ``<style>``: ``sanitize`` removes the ``<style>`` each Styler table carries."""
+    return "\n".join(f"{scope} table.tripy-table {r['selector']}".rstrip() + " {" + r["props"] + "}" for r in rules)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tripy_lab.core.errors import TripyException
 from tripy_lab.lab import snapshot, tabs
-from tripy_lab.lab.html import esc, sanitize
+from tripy_lab.lab.html import esc, sanitize, stylesheet
 
 # A report is a file, not a notebook: keep far more of each pane than a snapshot does.
 REPORT = tabs.Limits(svg_chars=5_000_000, text_chars=200_000, mlir_lines=20_000, table_rows=5_000, log_events=200,
@@ -21,6 +21,12 @@ _PAGE_STYLE = """body{font-family:system-ui,sans-serif;margin:16px 24px;color:#1
 h1{font-size:20px}h2{font-size:16px;margin:20px 0 4px 0;border-top:1px solid #e5e7eb;padding-top:10px}
 pre.tripy-source{background:#f9fafb;border:1px solid #e5e7eb;padding:6px;font-size:12px;overflow-x:auto}
 .tripy-table{border-collapse:collapse}.tripy-table td,.tripy-table th{padding:1px 8px;text-align:left}"""
+
+
+def _table_style() -> str:
+    from tripy_lab.lab.tables import TABLE_CSS
+
+    return stylesheet(TABLE_CSS, "body")
 
 
 def page(title: str, sections: list[tuple[str, str, str]]) -> str:
@@ -35,7 +41,7 @@ def page(title: str, sections: list[tuple[str, str, str]]) -> str:
             # No network: nothing is fetched, and the policy says so to the browser too.
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
             "style-src 'unsafe-inline'; img-src data:\">"
-            f"<title>{esc(title)}</title><style>{_PAGE_STYLE}</style></head><body>"
+            f"<title>{esc(title)}</title><style>{_PAGE_STYLE}\n{_table_style()}</style></head><body>"
             f"<h1>{esc(title)}</h1>" + "".join(body) + "</body></html>\n")
 
 

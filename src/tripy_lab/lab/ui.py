@@ -8,18 +8,21 @@ import ipywidgets as W
 
 from tripy_lab.lab import crosswalk, snapshot, tabs, timing, views
 from tripy_lab.lab.bounds_editor import BoundsEditor
-from tripy_lab.lab.html import esc, sanitize
+from tripy_lab.lab.compare_pane import ComparePane
+from tripy_lab.lab.html import esc, sanitize, stylesheet
+from tripy_lab.lab.mlir_editor import MlirEditor
 from tripy_lab.lab.session import Session
+from tripy_lab.lab.tables import TABLE_CSS
 
-TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk")
-_KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk")
+TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare")
+_KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare")
 ENGINES = ["default", "reference", "xla", "tensorrt"]  # "default": tp.config.engine, else the best installed
 CSS = """<style>
 .tripy-stale { opacity: 0.55; }
 .tripy-lab .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; max-width: none; min-width: 90px; }
 .tripy-lab .widget-html > .widget-html-content { flex: 1 1 auto; min-width: 0; overflow-x: auto; }
 .tripy-lab .tripy-table td, .tripy-lab .tripy-table th { padding: 1px 8px; text-align: left; }
-</style>"""
+""" + stylesheet(TABLE_CSS, ".tripy-lab") + "</style>"
 
 
 class LabWidget:
@@ -46,11 +49,17 @@ class LabWidget:
         self.auto_ms = W.FloatText(value=session.auto_build_seconds * 1e3, description="auto-build < ms",
                                    style={"description_width": "initial"}, layout=W.Layout(width="190px"))
         self.auto_ms.observe(self._on_auto, "value")
-        self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run")}
+        self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run", "compare")}
         self.crosswalk = W.Output()
         self.run_box = self._run_controls()
-        children = [self.panes["trace"], W.VBox([self.generic, self.panes["mlir"]]), self.panes["engine"],
-                    self.run_box, self.panes["log"], self.panes["error"], self.crosswalk]
+        # The MLIR tab switches between the highlighted text and an editor; Compare holds the diff view.
+        self.mlir_editor = MlirEditor(session, on_toggle=self._on_edit_toggle)
+        self.compare = ComparePane(session)
+        self.generic.layout.width = "auto"  # the Edit toggle sits next to it
+        mlir_box = W.VBox([W.HBox([self.generic, self.mlir_editor.toggle]), self.panes["mlir"],
+                           self.mlir_editor.widget])
+        children = [self.panes["trace"], mlir_box, self.panes["engine"], self.run_box, self.panes["log"],
+                    self.panes["error"], self.crosswalk, self.compare.widget]
         self.tabs = W.Tab(children=children, titles=TAB_NAMES)
         self.tabs.observe(self._on_tab, "selected_index")
         for key, child in zip(_KEYS, children):
@@ -119,9 +128,10 @@ class LabWidget:
             self._invalidate({"trace", "crosswalk"})
         if "mlir" in changed:
             self._invalidate({"mlir", "crosswalk"})
+            self.mlir_editor.on_session()
         if "engine" in changed:
-            self._invalidate({"engine", "crosswalk"})
-        if "run" in changed:
+            self._invalidate({"engine", "crosswalk", "compare"})
+        if "run" in changed and self.run_view.kind != "note":  # a result of the old engine is on screen
             self._set_run(tabs.RunView(message="engine changed: run or time again"), publish=False)
         if "log" in changed:
             self._invalidate({"log"})
@@ -163,6 +173,8 @@ class LabWidget:
         if key == "crosswalk":
             if self.session.traced is not None:
                 self._render_crosswalk()
+        elif key == "compare":
+            self.compare.refresh()
         elif key in self.panes:
             view = self._view(key)
             if view is not None:
@@ -200,6 +212,10 @@ class LabWidget:
         self._render("mlir")
         self._changed()
 
+    def _on_edit_toggle(self, editing: bool) -> None:
+        self.panes["mlir"].layout.display = "none" if editing else None
+        self.generic.disabled = editing
+
     def _on_auto(self, change) -> None:
         self.session.auto_build_seconds = max(float(change["new"]), 0.0) / 1e3
 
@@ -226,7 +242,7 @@ class LabWidget:
         self.run_button.add_class("tripy-run")
         self.time_button.add_class("tripy-time")
         self.sweep_button.add_class("tripy-sweep-button")
-        self.run_view = tabs.RunView()
+        self.run_view = tabs.RunView()  # kind "note" until something ran: an engine change only says so then
         self.run_out = W.HTML(self.run_view.html())
         self.run_out.add_class("tripy-run-out")
         return W.VBox(
@@ -276,7 +292,7 @@ class LabWidget:
 
     def _sweep(self, exe) -> tabs.RunView:
         points, xlabel, xs, opt_x = timing.sweep_points(exe.input_infos, n=6)
-        df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value)
+        df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value, label="sweep")
         ok = df["error"] == ""
         sweep = ([x for x, good in zip(xs, ok) if good], list(df.loc[ok, "median_ms"]), opt_x, xlabel)
         return tabs.RunView("sweep", frame=df, sweep=sweep)
