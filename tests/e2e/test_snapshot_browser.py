@@ -7,7 +7,9 @@ saves by default). Screenshots go to test-results/snapshot-*.png.
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,34 @@ def test_report_offline_shows_every_stage(page, saved):
     assert page.locator("script").count() == 0
     page.screenshot(path=str(_results() / "snapshot-report.png"))
     assert os.path.getsize(saved["report"]) < 1_000_000
+
+
+def test_live_edits_reach_the_saved_file(lab):
+    """Move the max slider in a live lab, wait for the lab to settle, save: the file holds the new snapshot."""
+    lab.put_notebook("live-snapshot.ipynb", CELLS[:2])
+    nb = lab.open("live-snapshot.ipynb")
+    lab.run_cell(0)
+    expect(nb.locator(".jp-Cell").nth(0).locator(".jp-InputPrompt")).to_contain_text("[1]", timeout=TIMEOUT)
+    lab.run_cell(1)
+    view = nb.locator(".jp-OutputArea .tripy-lab")
+    expect(view.locator(".tripy-status-ok")).to_contain_text("add_exe", timeout=TIMEOUT)
+    handle = view.locator(".tripy-range .noUi-handle-upper").first
+    handle.focus()
+    handle.press("ArrowRight")
+    expect(view.locator(".tripy-bounds-text input").first).to_have_value("1:2:4", timeout=TIMEOUT)
+    # The output is re-sent once the lab has been quiet for UPDATE_DELAY_SECONDS; then the view is re-created.
+    lab.page.wait_for_timeout(4000)
+    expect(nb.locator(".jp-OutputArea .tripy-lab")).to_have_count(1, timeout=TIMEOUT)
+    lab.page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    wanted = PROFILES[0].replace("max = [3, 4]", "max = [4, 4]")
+    text_of = lambda markup: html.unescape(re.sub(r"<[^>]+>", "", markup))
+    path = Path(lab.server["root"]) / "live-snapshot.ipynb"
+    for _ in range(100):  # the server writes the file a moment after the save resolves
+        outputs = nbformat.read(path, 4).cells[1].outputs
+        if outputs and wanted in text_of(outputs[0].data.get("text/html", "")):
+            break
+        lab.page.wait_for_timeout(100)
+    (output,) = outputs
+    assert set(output.data) >= {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"}
+    assert wanted in text_of(output.data["text/html"])
+    lab.screenshot("snapshot-live-after-update.png", view)

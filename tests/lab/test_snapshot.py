@@ -128,6 +128,7 @@ def test_user_text_is_escaped_and_fragments_sanitized(ip, published):
     ui = magic.last
     assert ui.session.error is not None
     page = published[-1][0]["text/html"]
+    assert re.search(r'<details class="tripy-snapshot-error" open', page)  # the error pane is open
     assert "alert(1)" in text_of(page)  # shown as text ...
     for markup in (page, ui.panes["error"].value, ui.status.value):  # ... never as markup
         assert "<script" not in markup and "<img src=x" not in markup
