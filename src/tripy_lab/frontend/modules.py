@@ -37,7 +37,9 @@ class Module:
     """Base class: parameters and child modules are registered by attribute assignment."""
 
     def __init__(self):
-        self.__signature__ = inspect.signature(self.forward)
+        # Programs written for older Tripy override __call__ instead of forward: their signature is __call__'s.
+        overrides_call = type(self).__call__ is not Module.__call__
+        self.__signature__ = inspect.signature(self.__call__ if overrides_call else self.forward)
 
     def __setattr__(self, name: str, value) -> None:
         current = self.__dict__.get(name)

@@ -64,7 +64,9 @@ def _has_info(value) -> bool:
 
 def _signature(func) -> inspect.Signature:
     if isinstance(func, Module):
-        return inspect.signature(func.forward)
+        # Older Tripy programs (NVIDIA's ResNet-50, CLIP) override __call__ instead of forward.
+        overrides_call = type(func).__call__ is not Module.__call__
+        return inspect.signature(func.__call__ if overrides_call else func.forward)
     return inspect.signature(func)
 
 
