@@ -12,7 +12,7 @@ from .conftest import randn
 class ConvLayer(tp.Module):
     def __init__(self, in_channels, out_channels, kernel_dims, stride=(1, 1), padding=((0, 0), (0, 0)),
                  activation=True):
-        super(ConvLayer, self).__init__()
+        super(ConvLayer, self).__init__()  # noqa: UP008 - the notebook's spelling
         self.convolution = tp.Conv(in_channels, out_channels, kernel_dims=kernel_dims, stride=stride,
                                    padding=padding, bias=False)
         self.normalization = tp.BatchNorm(out_channels)
@@ -25,7 +25,7 @@ class ConvLayer(tp.Module):
 
 class ShortCut(tp.Module):
     def __init__(self, in_channels, out_channels, stride):
-        super(ShortCut, self).__init__()
+        super(ShortCut, self).__init__()  # noqa: UP008 - the notebook's spelling
         self.convolution = tp.Conv(in_channels, out_channels, kernel_dims=(1, 1), stride=stride, bias=False)
         self.normalization = tp.BatchNorm(out_channels)
 
@@ -35,7 +35,7 @@ class ShortCut(tp.Module):
 
 class BottleNeck(tp.Module):
     def __init__(self, in_channels, out_channels, bottleneck_channels, stride):
-        super(BottleNeck, self).__init__()
+        super(BottleNeck, self).__init__()  # noqa: UP008 - the notebook's spelling
         self.shortcut = (ShortCut(in_channels, out_channels, stride)
                          if in_channels != out_channels or stride != (1, 1) else lambda x: x)
         self.layer = [
@@ -55,7 +55,7 @@ class BottleNeck(tp.Module):
 
 class TinyResNet(tp.Module):
     def __init__(self, num_classes=5):
-        super(TinyResNet, self).__init__()
+        super(TinyResNet, self).__init__()  # noqa: UP008 - the notebook's spelling
         self.embedder = ConvLayer(3, 8, kernel_dims=(3, 3), stride=(2, 2), padding=((1, 1), (1, 1)))
         self.stages = [BottleNeck(8, 16, 4, (2, 2)), BottleNeck(16, 16, 4, (1, 1))]
         self.classifier = tp.Sequential(lambda x: tp.flatten(x, start_dim=1), tp.Linear(16, num_classes))
