@@ -66,9 +66,9 @@ class Logger:
         return level in self._levels_for(module)
 
     @contextlib.contextmanager
-    def use_verbosity(self, value):
+    def use_verbosity(self, verbosity):
         old = {k: set(v) for k, v in self._map.items()}
-        self.verbosity = value
+        self.verbosity = verbosity
         try:
             yield
         finally:
