@@ -99,3 +99,48 @@ def test_tracer_leaked_by_a_side_effect_is_a_tripy_exception():
 def test_wrong_argument_types_are_tripy_exceptions(call):
     with pytest.raises(tp.TripyException, match="Could not find an implementation for function"):
         call(tp.ones((2, 3)))
+
+
+_BAD = [2.5, "a", None, [1.5], (1, "a"), object(), {}]
+_FILL = {"dim": 0, "dims": 0, "dtype": tp.float32, "shape": (2, 3), "sizes": (2, 3), "perm": (1, 0), "k": 1,
+         "dim0": 0, "dim1": 1, "kernel_dims": [1, 1], "pad": [(0, 0), (0, 0)], "num_split_or_sizes": 1,
+         "repeats": 1, "scale": 1.0, "value": 1.0, "stop": 3, "in_features": 3, "out_features": 2,
+         "in_channels": 1, "out_channels": 1, "num_embeddings": 3, "embedding_dim": 2, "normalized_shape": 3,
+         "num_groups": 1, "num_channels": 1, "num_features": 1}
+_SKIP = {"compile", "copy", "plugin", "default_stream", "load_ipython_extension", "Module", "Sequential"}
+
+
+def _public_callables():
+    import inspect
+
+    for name in sorted(dir(tp)):
+        obj = getattr(tp, name)
+        if name.startswith("_") or name in _SKIP:
+            continue
+        if inspect.isfunction(obj) or (inspect.isclass(obj) and issubclass(obj, tp.Module)):
+            yield name, obj
+
+
+def test_sweep_wrong_argument_types_never_raise_raw_python_errors():
+    """Every public function and layer, each parameter given each wrong type (graphs are built, not run)."""
+    import inspect
+
+    t, mask, index = tp.ones((2, 3)), tp.ones((2, 3), tp.bool), tp.zeros((2,), tp.int32)
+    fill = dict(_FILL, tensors=[t, t], condition=mask, mask=mask, index=index)
+    raw = []
+    for name, fn in _public_callables():
+        params = [p for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                                                    p.KEYWORD_ONLY)]
+        first_tensor = inspect.isfunction(fn)
+        for target in params:
+            for bad in _BAD:
+                kw = {p.name: (t if first_tensor and j == 0 else fill.get(p.name, t))
+                      for j, p in enumerate(params) if p.default is inspect.Parameter.empty and p is not target}
+                kw[target.name] = bad
+                try:
+                    fn(**kw)
+                except tp.TripyException:
+                    pass
+                except Exception as e:  # noqa: BLE001 - the point: nothing but TripyException escapes
+                    raw.append(f"{name}({target.name}={bad!r}): {type(e).__name__}: {e}")
+    assert not raw, "\n".join(raw[:20])
