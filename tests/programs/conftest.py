@@ -39,7 +39,3 @@ def check_program(engine, tmp_path):
         return exe
 
     return run
-
-
-def randn(rng, *shape, scale=0.5):
-    return (rng.standard_normal(shape) * scale).astype(np.float32)

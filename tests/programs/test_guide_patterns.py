@@ -7,7 +7,7 @@ import pytest
 
 import tripy_lab as tp
 
-from .conftest import randn
+from .weights import randn
 
 
 def _gelu(x):

@@ -6,7 +6,7 @@ import numpy as np
 
 import tripy_lab as tp
 
-from .conftest import randn
+from .weights import randn
 
 
 class ConvLayer(tp.Module):

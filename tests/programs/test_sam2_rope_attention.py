@@ -6,7 +6,7 @@ import numpy as np
 
 import tripy_lab as tp
 
-from .conftest import randn
+from .weights import randn
 
 
 def init_t_xy(end_x, end_y):

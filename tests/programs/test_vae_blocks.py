@@ -8,8 +8,8 @@ import numpy as np
 
 import tripy_lab as tp
 
-from .conftest import randn
 from .test_resnet_stack import _conv
+from .weights import randn
 
 
 def attention(query, key, value, embedding_dim):
