@@ -61,9 +61,9 @@ class Trace:
             for t in op.inputs:
                 if t.producer is None and id(t) not in input_ids:
                     raise_error("Cannot use a tensor traced by tp.compile outside the function being compiled.",
-                                [f"'{op.name}' depends on '{t.name}', an input of a function traced by tp.compile "
-                                 "(it escaped through a side effect, e.g. appended to a list); it has no value "
-                                 "outside that trace.",
+                                [f"The tensor made at {op.location.short if op.location else '?'} depends on "
+                                 f"'{t.name}', an input of a function traced by tp.compile (it escaped through a "
+                                 "side effect, e.g. appended to a list); it has no value outside that trace.",
                                  "Return the tensor from the compiled function and use the Executable's output."])
 
     def _check_names(self) -> None:
