@@ -242,3 +242,44 @@ def test_report_notebook_errors(tmp_path):
 def test_report_function_is_not_shadowed_by_its_module():
     assert callable(tripy_lab.lab.report) and tripy_lab.lab.report is not reports
     assert tripy_lab.lab.report_notebook.__name__ == "report_notebook"
+
+
+def test_big_constants_are_elided_in_the_snapshot():
+    import numpy as np
+
+    weights = tp.Tensor(np.arange(4096, dtype=np.float32).reshape(64, 64))
+
+    def f(x):
+        return x @ weights
+
+    traced = pipeline.trace(f, args=[tp.InputInfo((2, 64), tp.float32)])
+    page = snapshot.snapshot_html("f", tabs.stage_views(traced, traced.lower()))
+    assert "dense_resource<tripy_const_0>" in text_of(page) and "4095" not in page and len(page) < 30_000
+
+
+def test_updates_wait_for_the_lab_to_settle():
+    """With a running event loop (the kernel's), a burst of changes sends one update, after the quiet delay."""
+    import asyncio
+
+    sent = []
+
+    class Handle:
+        def update(self, data, raw=False):
+            sent.append(data["text/html"])
+
+    state = {"html": "v0"}
+    display = snapshot.SnapshotDisplay(None, lambda: (state["html"], "summary"), delay=0.05)
+    display.handle, display.sent_html = Handle(), "v0"
+
+    async def burst():
+        for k in range(1, 6):
+            state["html"] = f"v{k}"
+            display.changed()
+            await asyncio.sleep(0.01)
+        assert sent == []  # still busy: nothing re-sent (JupyterLab would re-create the widget view)
+        await asyncio.sleep(0.15)
+        display.changed()  # activity without a change: no second update
+        await asyncio.sleep(0.15)
+
+    asyncio.run(burst())
+    assert sent == ["v5"] and display.updates == 1
