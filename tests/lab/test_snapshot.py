@@ -283,3 +283,12 @@ def test_updates_wait_for_the_lab_to_settle():
 
     asyncio.run(burst())
     assert sent == ["v5"] and display.updates == 1
+
+
+def test_a_failing_snapshot_says_so(ip, published, monkeypatch):
+    ip.run_cell(CELL)
+    ui = magic.last
+    monkeypatch.setattr(tabs.LogView, "html", lambda self, limits=tabs.LIVE: 1 / 0)
+    page = ui.snapshot_html()
+    assert "could not draw the static snapshot" in page and "ZeroDivisionError" in page
+    assert snapshot.MARKER not in page

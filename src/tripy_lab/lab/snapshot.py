@@ -8,6 +8,9 @@ details/summary, tables, SVG and inline styles), ``nbconvert --to html`` and a s
 ``SnapshotDisplay`` is the one output: ``{widget-view, text/html snapshot, text/plain summary}``, shown with
 a display id and updated in place (``update_display``) after the lab settles, so the saved file holds the
 latest state. nbconvert and untrusted JupyterLab pick the ``text/html`` (the widget view needs a kernel).
+
+Known gap: a *trusted* notebook reopened without a kernel shows ipywidgets' "Loading widget..." instead: its
+renderer outranks ``text/html`` and has no fallback. Only a frontend renderer can fix that (see issue 9 notes).
 """
 
 from __future__ import annotations

@@ -103,8 +103,12 @@ class LabWidget:
             self.views.pop(key, None)
 
     def snapshot_html(self) -> str:
-        panes = {key: self._view(key) for key, _ in snapshot.PANES}
-        return snapshot.snapshot_html(self.title, panes, self.session.status())
+        try:
+            panes = {key: self._view(key) for key, _ in snapshot.PANES}
+            return snapshot.snapshot_html(self.title, panes, self.session.status())
+        except Exception as exc:  # a bug in a view: say so in the output (no marker: the notebook test flags it)
+            return sanitize(views.error_html("tripy-lab could not draw the static snapshot of this cell.",
+                                             [f"{type(exc).__name__}: {exc}"]))
 
     def _summary(self) -> str:
         text, _ = self.session.status()
