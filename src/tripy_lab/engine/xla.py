@@ -67,8 +67,10 @@ import importlib.util
 import inspect
 import os
 import re
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,7 +79,7 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
@@ -97,7 +99,15 @@ FOLD_CONSTANTS = True
 
 _CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits", "/jax/compilation_cache/cache_misses": "misses"}
 _EVENT_COUNTS = {"hits": 0, "misses": 0}
+_THREAD_COUNTS = threading.local()  # per compiling thread, so concurrent builds attribute their own hits
 _LISTENING = False
+
+
+def _thread_counts() -> dict[str, int]:
+    counts = getattr(_THREAD_COUNTS, "counts", None)
+    if counts is None:
+        counts = _THREAD_COUNTS.counts = {"hits": 0, "misses": 0}
+    return counts
 
 
 def _listen() -> None:
@@ -110,6 +120,7 @@ def _listen() -> None:
         key = _CACHE_EVENTS.get(event)
         if key:
             _EVENT_COUNTS[key] += 1
+            _thread_counts()[key] += 1
 
     jax.monitoring.register_event_listener(on_event)
     _LISTENING = True
@@ -274,9 +285,10 @@ class XlaCompiled(CompiledEngine):
         self._opt: _Built | None = None
         self._key_simple = not self._dim_pos
 
-        shapes, dims = self._opt_signature()
-        if shapes is not None:
-            self._opt = self._build(shapes, dims, "opt")
+        wanted = self._wanted_signatures(options.build_shapes)
+        if wanted:
+            built = self._build_many(wanted)
+            self._opt = built[0]
             self.report.extra_stages["stablehlo"] = self._opt.lowered.as_text()
             self.report.extra_stages["hlo"] = self._opt.hlo
         else:
@@ -345,19 +357,56 @@ class XlaCompiled(CompiledEngine):
                 lifted.append(p.index)
         return consts, lifted
 
-    def _opt_signature(self):
+    def _point_signature(self, point: str = "opt", given: dict | None = None):
+        """(shapes, dims) at a profile point ("min"/"opt"/"max"), or of ``given`` ({arg: shape or value},
+        others at opt); (None, None) when an argument has no shape profile."""
+        given = given or {}
         shapes, dims = [], []
         for i in self._data_pos:
-            info = self.program.input_infos.get(self._arg_names[i])
-            if isinstance(info, InputInfo):
-                shapes.append(tuple(info.shape_bounds.opt))
+            name = self._arg_names[i]
+            info = self.program.input_infos.get(name)
+            if name in given:
+                shapes.append(tuple(int(d) for d in given[name]))
+            elif isinstance(info, InputInfo):
+                shapes.append(tuple(getattr(info.shape_bounds, point)))
             elif all(d is not None for d in self._arg_types[i]):
                 shapes.append(tuple(self._arg_types[i]))
             else:
                 return None, None
         for i in self._dim_pos:
-            dims.append(int(self.program.input_infos[self._arg_names[i]].value_bounds.opt[0]))
+            name = self._arg_names[i]
+            value = given.get(name, getattr(self.program.input_infos[name].value_bounds, point)[0])
+            dims.append(int(value[0] if isinstance(value, (tuple, list)) else value))
         return shapes, dims
+
+    def _wanted_signatures(self, build_shapes) -> list[tuple[list, list, str]]:
+        """What ``build`` compiles: opt first, then min and max (``build_shapes="profile"``, the default) or
+        opt only (``"opt"``), plus any shapes given as a list of {arg: shape} dicts."""
+        points = ("opt",) if build_shapes == "opt" else ("opt", "min", "max")
+        out, seen = [], set()
+        for point in points:
+            shapes, dims = self._point_signature(point)
+            if shapes is None:
+                return []
+            if self._sig(shapes, dims) not in seen:
+                seen.add(self._sig(shapes, dims))
+                out.append((shapes, dims, point))
+        if not isinstance(build_shapes, str):
+            for given in build_shapes or ():
+                shapes, dims = self._point_signature("opt", given)
+                self._validate_signature(shapes, dims)
+                if self._sig(shapes, dims) not in seen:
+                    seen.add(self._sig(shapes, dims))
+                    out.append((shapes, dims, "requested"))
+        return out
+
+    def _validate_signature(self, shapes, dims) -> None:
+        args: list = [None] * len(self._block_args)
+        for i, s in zip(self._data_pos, shapes):
+            args[i] = np.zeros(s, self._arg_dtypes[i])
+        for i, v in zip(self._dim_pos, dims):
+            args[i] = np.asarray(v, np.int32)
+        self._validate(args)
 
     # ------------------------------------------------------------------------------------ tracing
     def _make_fn(self, dims: Sequence[int]):
@@ -429,6 +478,54 @@ class XlaCompiled(CompiledEngine):
         return tuple(tuple(s) for s in shapes), tuple(int(d) for d in dims)
 
     def _build(self, shapes, dims, why: str) -> _Built:
+        return self._build_many([(shapes, dims, why)])[0]
+
+    def _build_many(self, wanted: list[tuple[list, list, str]]) -> list[_Built]:
+        """Lower each signature (Python, one after another), compile them concurrently on a thread pool
+        (XLA compiles without the GIL), register them in order."""
+        def lower(shapes, dims, why):
+            try:
+                return self._lower(shapes, dims)
+            except TripyException as exc:
+                if why == wanted[0][2]:  # the first (opt) signature must build; the others may fail here
+                    raise
+                self.report.notes.append(f"{why} signature not built: {exc.summary} (it fails on first use)")
+                return None
+
+        def compile_or_note(lw):
+            try:
+                return self._compile(*lw)
+            except TripyException as exc:
+                return exc
+
+        lowerings = [(lower(*w), w[2]) for w in wanted]
+        lowerings = [(lw, why) for lw, why in lowerings if lw is not None]
+        if len(lowerings) == 1:
+            results = [compile_or_note(lowerings[0][0])]
+        else:
+            with ThreadPoolExecutor(max_workers=min(len(lowerings), os.cpu_count() or 1)) as pool:
+                results = list(pool.map(compile_or_note, [lw for lw, _ in lowerings]))
+        if isinstance(results[0], TripyException):
+            raise results[0]
+        out = []
+        for (_, why), built in zip(lowerings, results):
+            if isinstance(built, TripyException):
+                self.report.notes.append(f"{why} signature not built: {built.summary}")
+                continue
+            self._execs[built.key] = built
+            c = self.report.cache
+            c["persistent_hits"] += built.persistent == "hit"
+            c["persistent_misses"] += built.persistent == "miss"
+            c["shapes_built"].append(built.label)
+            self.report.notes.extend(built.notes)
+            self.report.notes.append(f"built {built.label} ({why}): lower {built.lower_s:.3f}s, compile "
+                                     f"{built.compile_s:.3f}s, persistent cache {built.persistent}")
+            out.append(built)
+        if len(results) > 1:
+            self.report.notes.append(f"{len(results)} signatures compiled concurrently")
+        return out
+
+    def _lower(self, shapes, dims):
         jax = self._jax
         label = _fmt_sig([self._arg_names[i] for i in self._data_pos], shapes,
                          [self._arg_names[i] for i in self._dim_pos], dims)
@@ -443,13 +540,18 @@ class XlaCompiled(CompiledEngine):
         avals = [jax.ShapeDtypeStruct(tuple(s), self._arg_dtypes[i]) for s, i in zip(shapes, self._data_pos)]
         avals += [jax.ShapeDtypeStruct(c.shape, c.dtype) for c in self._consts]
         options = dict(self._xla_options)
+        jitted = jax.jit(fn, compiler_options=options or None)
+        with _compile_contexts(self._x64):
+            t0 = time.perf_counter()
+            lowered = jitted.lower(*avals)
+        return shapes, dims, label, fn, avals, options, jitted, lowered, time.perf_counter() - t0
+
+    def _compile(self, shapes, dims, label, fn, avals, options, jitted, lowered, lower_s) -> _Built:
+        jax = self._jax
         notes = []
         while True:
-            jitted = jax.jit(fn, compiler_options=options or None)
-            before = dict(_EVENT_COUNTS)
+            before = dict(_thread_counts())
             with _compile_contexts(self._x64):
-                t0 = time.perf_counter()
-                lowered = jitted.lower(*avals)
                 t1 = time.perf_counter()
                 try:
                     compiled = lowered.compile()
@@ -458,24 +560,17 @@ class XlaCompiled(CompiledEngine):
                     if m and m.group(1) in options:
                         options.pop(m.group(1))
                         notes.append(f"dropped XLA option {m.group(1)} (unknown to this jaxlib)")
+                        jitted = jax.jit(fn, compiler_options=options or None)
+                        lowered = jitted.lower(*avals)
                         continue
                     raise TripyException("XLA failed to compile the program.", [str(exc).splitlines()[0]]) from exc
                 t2 = time.perf_counter()
             break
-        hits = _EVENT_COUNTS["hits"] - before["hits"]
-        misses = _EVENT_COUNTS["misses"] - before["misses"]
+        counts = _thread_counts()
+        hits, misses = counts["hits"] - before["hits"], counts["misses"] - before["misses"]
         persistent = "hit" if hits else ("miss" if misses else "off")
-        built = _Built(self._sig(shapes, dims), label, jitted, compiled, lowered, t1 - t0, t2 - t1,
-                       persistent, notes=notes)
-        self._execs[built.key] = built
-        c = self.report.cache
-        c["persistent_hits"] += hits
-        c["persistent_misses"] += misses
-        c["shapes_built"].append(label)
-        self.report.notes.extend(notes)
-        self.report.notes.append(f"built {label} ({why}): lower {t1 - t0:.3f}s, compile {t2 - t1:.3f}s, "
-                                 f"persistent cache {persistent}")
-        return built
+        return _Built(self._sig(shapes, dims), label, jitted, compiled, lowered, lower_s, t2 - t1,
+                      persistent, notes=notes)
 
     def _validate(self, args) -> tuple[list, list, list]:
         """Concrete (shapes, dims, converted data args) of a call; checks dtypes and bounds."""
@@ -594,6 +689,33 @@ class XlaCompiled(CompiledEngine):
     def synchronize(self) -> None:
         if self._last is not None:
             self._jax.block_until_ready(self._last)
+
+    def to_device(self, array: Any) -> Any:
+        return self._jax.device_put(self._to_jax_compatible(array), self.device)
+
+    def profile(self, args: Sequence[Any], calls: int = 10) -> EngineProfile:
+        """Device time per call and per layer, from jax's profiler (see ``xla_profile``)."""
+        from tripy_lab.engine.xla_profile import profile_calls
+
+        self.run(args)  # builds this signature if it is new
+        self.synchronize()
+        shapes, dims, _ = self._validate(args)
+        layers = list(self.layers_for(self._execs[self._sig(shapes, dims)]))
+        times = profile_calls(lambda: self.run(args), self.synchronize, calls)
+        if times is None:
+            prof = super().profile(args, calls)
+            prof.notes.append("the XLA profiler gave no events (another profiler session active?)")
+            return prof
+        known = {ly.name for ly in layers}
+        for op in times.op_s:
+            if op not in known:  # an instruction the layer table does not list: keep its time visible
+                layers.append(LayerRecord(name=op, kind="unlisted", source_ops=(), source_lines=(),
+                                          output_shapes=(), output_dtypes=()))
+        where = ("device time from the XLA profiler's GPU kernel trace (first kernel start to last kernel end)"
+                 if self.device.platform != "cpu" else
+                 "CPU: span of the XLA thunk events of each call (XLA profiler)")
+        return EngineProfile(times.compute_s, {ly.name: times.op_s.get(ly.name, 0.0) for ly in layers}, layers,
+                             where, times.notes)
 
     # ------------------------------------------------------------------------------------ describing
     @property

@@ -55,6 +55,15 @@ def engine_tab(built) -> str:
     extra = "".join(f"<details><summary>{html.escape(name)}</summary><pre style='font-size:11px'>"
                     f"{html.escape(text)}</pre></details>" for name, text in r.extra_stages.items())
     table = views.frame_html(views.layers_frame(built.layers))
+    prof = getattr(built.compiled, "last_profile", None)
+    if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
+        from tripy_lab.lab import layer_time
+
+        frame = layer_time.layer_times_frame(prof)
+        head = (f"<div class='tripy-layer-time' style='font-size:12px;margin-top:4px'>last timing run: compute "
+                f"{frame.attrs['compute_ms']:.4g} ms per call (median), layers sum to {frame.attrs['layers_ms']:.4g}"
+                f" ms; {html.escape(prof.method)}</div>")
+        table = head + views.frame_html(frame) + layer_time.source_heat_html(prof, built.lowered.program)
     return (
         '<div class="tripy-engine"><h4 style="margin:4px 0">'
         f"Engine: <code>{html.escape(r.engine)}</code></h4>"

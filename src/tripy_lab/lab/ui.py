@@ -227,7 +227,7 @@ class LabWidget:
         df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value)
         ok = df["error"] == ""
         svg = views.sweep_svg(
-            [x for x, good in zip(xs, ok) if good], list(df.loc[ok, "median_ms"]), opt_x, xlabel
+            [x for x, good in zip(xs, ok) if good], list(df.loc[ok, "compute_ms"]), opt_x, xlabel
         )
         return svg + '<div class="tripy-timing">' + views.frame_html(df) + "</div>"
 
