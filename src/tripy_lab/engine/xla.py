@@ -250,6 +250,10 @@ class XlaCompiled(CompiledEngine):
         self._arg_types = [shape_of(a.type) for a in self._block_args]
         self._x64 = self._uses_64bit()
         self._plans = self._plan()
+        from tripy_lab.engine.xla_attention import find
+
+        self._attention = {m.ops[-1]: m for m in find(program.ops())}
+        self._fused_away = {i for m in self._attention.values() for i in m.removed}
         self._op_names = {p.index: p.trace_name for p in self._plans if p.trace_name}
         self._lines = {p.trace_name: p.line for p in self._plans if p.trace_name and p.line}
         ret = main.body.block.last_op
@@ -420,12 +424,17 @@ class XlaCompiled(CompiledEngine):
         dim_values = {block_args[i]: np.asarray(v, dtype=self._arg_dtypes[i]) for i, v in zip(dim_pos, dims)}
         outputs, lifted_idx = self._outputs, self._lifted
 
+        attention, fused_away, by_index = self._attention, self._fused_away, {p.index: p for p in plans}
+        platform = self.device.platform
+        fusions: list[str] = []
+
         def main(*flat):
             env: dict = dict(dim_values)
             for k, i in enumerate(data_pos):
                 env[block_args[i]] = flat[k]
             lifted = dict(zip(lifted_idx, flat[len(data_pos):]))
-            for p in plans:
+
+            def run_plan(p):
                 op = p.op
                 vals = [env[v] for v in op.operands]
                 static = p.static_ok and p.index not in lifted and all(isinstance(v, np.ndarray) for v in vals)
@@ -439,9 +448,48 @@ class XlaCompiled(CompiledEngine):
                     results = self._check(p, ctx, results)
                 for res, val in zip(op.results, results):
                     env[res] = val
+
+            for p in plans:
+                if p.index in fused_away:
+                    continue  # part of an attention pattern: run there, fused or op by op
+                m = attention.get(p.index)
+                if m is None:
+                    run_plan(p)
+                    continue
+                how = self._run_attention(m, env, by_index, platform)
+                fusions.append(how or "unfused")
+                if how is None:
+                    for i in m.ops:
+                        run_plan(by_index[i])
             return tuple(jnp.asarray(env[v]) for v in outputs)
 
+        main.fusions = fusions
         return main
+
+    def _run_attention(self, m, env, by_index, platform) -> str | None:
+        """Run one attention match fused (the implementation's name) or return None (the caller runs it op
+        by op). One named scope holds the scopes of every op of the pattern, so the layer table maps the
+        fused kernel to all of them."""
+        import jax
+
+        from tripy_lab.engine import xla_attention
+
+        how = xla_attention.plan(m, env, platform)
+        if how is None:
+            return None
+        last = by_index[m.ops[-1]]
+        ctx_shape = tuple(m.out.type.get_shape())
+        try:
+            with jax.named_scope("attention_" + "_".join(by_index[i].scope for i in m.ops)):
+                out = xla_attention.run(env[m.q], env[m.k], env[m.v], **how)
+        except Exception as exc:  # a configuration the fused kernel refuses while tracing: run op by op
+            self.report.notes.append(f"attention at {last.trace_name or last.index} not fused: "
+                                     f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            return None
+        if tuple(out.shape) != tuple(d if d >= 0 else s for d, s in zip(ctx_shape, out.shape)):
+            return None
+        env[m.out] = out.astype(np.dtype(env[m.q].dtype))
+        return how["implementation"] + (", causal" if how["causal"] else "")
 
     @staticmethod
     def _apply(p: _OpPlan, vals, ctx):
@@ -544,6 +592,10 @@ class XlaCompiled(CompiledEngine):
         with _compile_contexts(self._x64):
             t0 = time.perf_counter()
             lowered = jitted.lower(*avals)
+        if fn.fusions:
+            fused = [f for f in fn.fusions if f != "unfused"]
+            self.report.notes.append(f"{label}: attention {len(fused)} of {len(fn.fusions)} pattern(s) fused"
+                                     + (f" ({', '.join(sorted(set(fused)))})" if fused else ""))
         return shapes, dims, label, fn, avals, options, jitted, lowered, time.perf_counter() - t0
 
     def _compile(self, shapes, dims, label, fn, avals, options, jitted, lowered, lower_s) -> _Built:

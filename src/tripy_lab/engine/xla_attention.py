@@ -1,0 +1,230 @@
+"""Scaled-dot-product attention in the MLIR, run as one fused kernel (``jax.nn.dot_product_attention``).
+
+The pattern, as the frontend lowers ``softmax(q @ k^T * scale [masked]) @ v``::
+
+    kt = tensorrt.transpose k (last two dims swapped)      -- or matrix_multiply op1 = kTRANSPOSE
+    s  = tensorrt.matrix_multiply q, kt
+    s  = tensorrt.element_wise <kPROD|kDIV> (s, c)          -- optional; c a scalar constant
+    s  = tensorrt.select (mask, fill, s) | (mask, s, fill)  -- optional; fill all -inf (or <= -1e4)
+    p  = tensorrt.softmax {axis = last} s
+    o  = tensorrt.matrix_multiply p, v
+
+Each intermediate must have no other use. ``find`` matches it on the program (structure only); whether a
+match is run fused is decided while tracing, when the values are known: the scale and mask must be
+static (numpy) values, the mask causal (lower triangular) or absent, q/k/v of one rank with equal batch
+dims and head dims; with ``implementation="cudnn"`` also f16/bf16 on a GPU. Anything else runs the
+original ops one by one (``fused`` returns None), so the rewrite can only change how, never what.
+
+``MODE``: "auto" (cuDNN on GPUs for f16/bf16, otherwise unfused), "cudnn", "xla" (jax's own
+implementation: fused at the jax level; the CPU tests use it to check the rewrite), or "off".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MODE = "auto"
+_SWAP_LAST = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2), 5: (0, 1, 2, 4, 3)}
+
+
+@dataclass
+class Match:
+    ops: list[int]  # indices into program.ops() of the pattern's ops (in program order)
+    removed: list[int]  # the ones whose results only the pattern uses (not run on their own)
+    q: object
+    k: object
+    v: object
+    k_transposed_by: str  # "transpose" (k is the transpose's input) or "op1"
+    scale: object | None  # SSA value of the scale constant
+    scale_op: str  # "kPROD" / "kDIV" / ""
+    mask: object | None
+    fill: object | None
+    keep_when: bool  # the mask keeps a score where it is True (select(mask, s, fill)) or False
+    out: object
+
+
+def _single_use(value) -> bool:
+    return value.has_one_use()
+
+
+def _producer(value):
+    owner = getattr(value, "owner", None)
+    return owner if getattr(owner, "name", "").startswith("tensorrt.") else None
+
+
+def _attr(op, name, default=None):
+    from tripy_lab.mlir.dialect import attr_value
+
+    v = attr_value(op, name)
+    return default if v is None else v
+
+
+def find(ops: list) -> list[Match]:
+    """Every attention pattern in ``ops`` (``program.ops()``), matched backwards from ``p @ v``."""
+    index = {id(op): i for i, op in enumerate(ops)}
+    out = []
+    for op in ops:
+        m = _match_at(op, index)
+        if m is not None:
+            out.append(m)
+    return out
+
+
+def _match_at(op, index) -> Match | None:
+    if op.name != "tensorrt.matrix_multiply" or _attr(op, "op0", "kNONE") != "kNONE" \
+            or _attr(op, "op1", "kNONE") != "kNONE":
+        return None
+    p, v = op.input0, op.input1
+    sm = _producer(p)
+    rank = len(p.type.get_shape())
+    if sm is None or sm.name != "tensorrt.softmax" or not _single_use(p) or int(_attr(sm, "axis", -1)) != rank - 1:
+        return None
+    chain = [sm]
+    s = sm.input
+    mask = fill = None
+    keep_when = True
+    sel = _producer(s)
+    if sel is not None and sel.name == "tensorrt.select" and _single_use(s):
+        then_, else_ = sel.thenInput, sel.elseInput
+        then_is_scores = _producer(then_) is not None and _producer(then_).name in (
+            "tensorrt.element_wise", "tensorrt.matrix_multiply") and _single_use(then_)
+        s, fill, keep_when = (then_, else_, True) if then_is_scores else (else_, then_, False)
+        mask = sel.condition
+        chain.append(sel)
+    scale = None
+    scale_op = ""
+    ew = _producer(s)
+    if ew is not None and ew.name == "tensorrt.element_wise" and _single_use(s) \
+            and _attr(ew, "elementwiseOperation") in ("kPROD", "kDIV"):
+        kind = _attr(ew, "elementwiseOperation")
+        a, b = ew.input1, ew.input2
+        a_mm = _producer(a) is not None and _producer(a).name == "tensorrt.matrix_multiply"
+        if a_mm:
+            s, scale = a, b
+        elif kind == "kPROD" and _producer(b) is not None and _producer(b).name == "tensorrt.matrix_multiply":
+            s, scale = b, a
+        else:
+            return None
+        if any(d != 1 for d in scale.type.get_shape()):
+            return None
+        scale_op = kind
+        chain.append(ew)
+    mm = _producer(s)
+    if mm is None or mm.name != "tensorrt.matrix_multiply" or not _single_use(s) \
+            or _attr(mm, "op0", "kNONE") != "kNONE":
+        return None
+    chain.append(mm)
+    q, kt = mm.input0, mm.input1
+    if _attr(mm, "op1", "kNONE") == "kTRANSPOSE":
+        k, how = kt, "op1"
+    elif _attr(mm, "op1", "kNONE") == "kNONE":
+        tr = _producer(kt)
+        if tr is None or tr.name != "tensorrt.transpose" or tuple(_attr(tr, "permutation", ())) != _SWAP_LAST.get(
+                rank):
+            return None
+        k, how = tr.input, "transpose"
+        if _single_use(kt):
+            chain.append(tr)
+    else:
+        return None
+    if not (len(q.type.get_shape()) == len(k.type.get_shape()) == len(v.type.get_shape()) == rank >= 3):
+        return None
+    ops = sorted([index[id(o)] for o in chain] + [index[id(op)]])
+    removed = [index[id(o)] for o in chain]
+    return Match(ops, removed, q, k, v, how, scale, scale_op, mask, fill, keep_when, op.results[0])
+
+
+def _static(value, env) -> np.ndarray | None:
+    """The numpy value of ``value``, looking through a broadcast of a static value (large broadcasts are
+    traced, not folded) when it only adds leading dims."""
+    v = env.get(value)
+    if isinstance(v, np.ndarray):
+        return v
+    op = _producer(value)
+    if op is not None and op.name == "tensorrt.broadcast" and isinstance(env.get(op.input), np.ndarray):
+        x = env[op.input]
+        out_rank = len(value.type.get_shape())
+        dims = tuple(int(d) for d in (_attr(op, "broadcast_dims", ()) or ()))
+        if dims == tuple(range(out_rank - x.ndim, out_rank)):
+            return x
+    return None
+
+
+def _causal(keep: np.ndarray, t: int, s: int) -> bool:
+    if keep.shape[-2:] != (t, s) and keep.shape[-2:] not in ((1, s), (t, 1), (1, 1)):
+        return False
+    keep = np.broadcast_to(keep, keep.shape[:-2] + (t, s))
+    first = keep.reshape(-1, t, s)
+    return t == s and all(np.array_equal(m, np.tril(np.ones((t, s), bool))) for m in first)
+
+
+def plan(m: Match, env: dict, device_platform: str, mode: str | None = None) -> dict | None:
+    """How to run a match with the values in ``env`` (keyword arguments for ``run``), or None: unfused."""
+    mode = MODE if mode is None else mode
+    if mode == "off":
+        return None
+    q, k, v = env[m.q], env[m.k], env[m.v]
+    if any(isinstance(x, np.ndarray) for x in (q, k, v)):
+        return None  # folded in numpy while tracing: nothing to fuse
+    dt = np.dtype(q.dtype)
+    low = dt in (np.dtype(np.float16), np.dtype("bfloat16"))
+    impl = mode
+    if mode == "auto":
+        if device_platform == "cpu" or not low:
+            return None
+        impl = "cudnn"
+    if impl == "cudnn" and (not low or device_platform == "cpu"):
+        return None
+    if not (np.dtype(k.dtype) == np.dtype(v.dtype) == dt):
+        return None
+    if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2] or k.shape[-2] != v.shape[-2] \
+            or q.shape[-1] != k.shape[-1]:
+        return None
+    if impl == "cudnn" and (q.shape[-1] > 128 or q.shape[-1] % 8 or v.shape[-1] != q.shape[-1]):
+        return None
+    scale = 1.0
+    if m.scale is not None:
+        c = _static(m.scale, env)
+        if c is None:
+            return None
+        c = float(np.asarray(c, np.float64).reshape(-1)[0])
+        if m.scale_op == "kDIV":
+            if c == 0:
+                return None
+            c = 1.0 / c
+        scale = c
+    causal = False
+    if m.mask is not None:
+        cond, fill = _static(m.mask, env), _static(m.fill, env)
+        if cond is None or fill is None:
+            return None
+        fillv = np.asarray(fill, np.float64)
+        if fillv.size == 0 or not (np.all(fillv == fillv.reshape(-1)[0]) and fillv.reshape(-1)[0] <= -1e4):
+            return None
+        keep = cond.astype(bool) if m.keep_when else ~cond.astype(bool)
+        if not _causal(keep, q.shape[-2], k.shape[-2]):
+            return None
+        causal = True
+    return {"scale": scale, "causal": causal, "implementation": impl}
+
+
+def run(q, k, v, scale: float, causal: bool, implementation: str):
+    """softmax(q @ k^T * scale [causal]) @ v for q [..., T, D], k/v [..., S, D] (the MLIR layout)."""
+    import jax
+    import jax.numpy as jnp
+
+    lead = q.shape[:-2]
+
+    def to_btnh(x):  # [..., T, D] -> [B, T, N, D] with N the last leading dim
+        if len(lead) == 1:
+            return x[:, :, None, :]
+        x = x.reshape((-1, *x.shape[-3:]))
+        return jnp.swapaxes(x, 1, 2)
+
+    o = jax.nn.dot_product_attention(to_btnh(q), to_btnh(k), to_btnh(v), scale=scale, is_causal=causal,
+                                     implementation=implementation)
+    if len(lead) == 1:
+        return o[:, :, 0, :]
+    return jnp.swapaxes(o, 1, 2).reshape((*lead, q.shape[-2], v.shape[-1]))
