@@ -425,6 +425,7 @@ class XlaCompiled(CompiledEngine):
         outputs, lifted_idx = self._outputs, self._lifted
 
         attention, fused_away, by_index = self._attention, self._fused_away, {p.index: p for p in plans}
+        shape_read = {i for m in attention.values() for i in m.shape_read}
         platform = self.device.platform
         fusions: list[str] = []
 
@@ -450,8 +451,10 @@ class XlaCompiled(CompiledEngine):
                     env[res] = val
 
             for p in plans:
-                if p.index in fused_away:
-                    continue  # part of an attention pattern: run there, fused or op by op
+                if p.index in fused_away:  # part of an attention pattern: run there, fused or op by op
+                    if p.index in shape_read:
+                        self._abstract_results(p, env, program)
+                    continue
                 m = attention.get(p.index)
                 if m is None:
                     run_plan(p)
@@ -466,6 +469,29 @@ class XlaCompiled(CompiledEngine):
         main.fusions = fusions
         return main
 
+    @staticmethod
+    def _abstract_results(p: _OpPlan, env: dict, program) -> None:
+        """Shape/dtype stand-ins for a fused-away op's results, for the ``tensorrt.shape`` ops that read them
+        (replaced by the real values if the pattern then runs op by op)."""
+        import jax
+        import jax.numpy as jnp
+
+        from tripy_lab.engine.xla_ops import OpContext
+
+        vals = [env[v] for v in p.op.operands]
+        dyn = [i for i, v in enumerate(vals) if not isinstance(v, np.ndarray)]
+        ctx = OpContext(p.op, p.index, env, jnp, program, p.line, p.trace_name, p.location)
+
+        def f(*a):
+            vv = list(vals)
+            for i, x in zip(dyn, a):
+                vv[i] = x
+            return tuple(p.fn(p.op, vv, ctx))
+
+        outs = jax.eval_shape(f, *[vals[i] for i in dyn])
+        for res, val in zip(p.op.results, outs):
+            env[res] = val
+
     def _run_attention(self, m, env, by_index, platform) -> str | None:
         """Run one attention match fused (the implementation's name) or return None (the caller runs it op
         by op). One named scope holds the scopes of every op of the pattern, so the layer table maps the
@@ -474,7 +500,7 @@ class XlaCompiled(CompiledEngine):
 
         from tripy_lab.engine import xla_attention
 
-        how = xla_attention.plan(m, env, platform)
+        how = xla_attention.plan(m, env, platform, program=self.program)
         if how is None:
             return None
         last = by_index[m.ops[-1]]

@@ -9,7 +9,8 @@ The pattern, as the frontend lowers ``softmax(q @ k^T * scale [masked]) @ v``::
     p  = tensorrt.softmax {axis = last} s
     o  = tensorrt.matrix_multiply p, v
 
-Each intermediate must have no other use. ``find`` matches it on the program (structure only); whether a
+Each intermediate must have no other use that reads its data (``tensorrt.shape`` may read its shape: the
+engine gives such a value an abstract stand-in, ``jax.eval_shape`` of its op). ``find`` matches it on the program (structure only); whether a
 match is run fused is decided while tracing, when the values are known: the scale and mask must be
 static (numpy) values, the mask causal (lower triangular) or absent, q/k/v of one rank with equal batch
 dims and head dims; with ``implementation="cudnn"`` also f16/bf16 on a GPU. Anything else runs the
@@ -33,6 +34,7 @@ _SWAP_LAST = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2), 5: (0, 1, 2, 4, 3)}
 class Match:
     ops: list[int]  # indices into program.ops() of the pattern's ops (in program order)
     removed: list[int]  # the ones whose results only the pattern uses (not run on their own)
+    shape_read: list[int]  # removed ops that need abstract values (a tensorrt.shape reads one of the chain)
     q: object
     k: object
     v: object
@@ -46,7 +48,12 @@ class Match:
 
 
 def _single_use(value) -> bool:
-    return value.has_one_use()
+    """One use that reads the data (``tensorrt.shape`` users only read the static shape)."""
+    return sum(1 for u in value.uses if u.operation.name != "tensorrt.shape") == 1
+
+
+def _shape_read(op) -> bool:
+    return any(u.operation.name == "tensorrt.shape" for r in op.results for u in r.uses)
 
 
 def _producer(value):
@@ -133,23 +140,50 @@ def _match_at(op, index) -> Match | None:
         return None
     ops = sorted([index[id(o)] for o in chain] + [index[id(op)]])
     removed = [index[id(o)] for o in chain]
-    return Match(ops, removed, q, k, v, how, scale, scale_op, mask, fill, keep_when, op.results[0])
+    shape_read = sorted(removed) if any(_shape_read(o) for o in chain) else []  # the chain up to it, too
+    return Match(ops, removed, shape_read, q, k, v, how, scale, scale_op, mask, fill, keep_when, op.results[0])
 
 
-def _static(value, env) -> np.ndarray | None:
-    """The numpy value of ``value``, looking through a broadcast of a static value (large broadcasts are
-    traced, not folded) when it only adds leading dims."""
+STATIC_EVAL_LIMIT = 1 << 24  # elements: larger values are not evaluated in numpy to inspect a mask
+
+
+def _static(value, env, program=None, depth: int = 0) -> np.ndarray | None:
+    """The numpy value of ``value`` if it depends on constants and shapes only, else None.
+
+    Values the trace folded are in ``env``; a broadcast of a static value that only adds leading dims is
+    looked through (large broadcasts are traced, not folded); large constants (passed to XLA as device
+    arguments, so traced) and the ops on them are evaluated here with the reference engine's numpy table.
+    """
     v = env.get(value)
-    if isinstance(v, np.ndarray):
-        return v
+    if isinstance(v, (np.ndarray, np.generic)):
+        return np.asarray(v)
     op = _producer(value)
-    if op is not None and op.name == "tensorrt.broadcast" and isinstance(env.get(op.input), np.ndarray):
-        x = env[op.input]
-        out_rank = len(value.type.get_shape())
-        dims = tuple(int(d) for d in (_attr(op, "broadcast_dims", ()) or ()))
-        if dims == tuple(range(out_rank - x.ndim, out_rank)):
-            return x
-    return None
+    if op is None or depth > 16:
+        return None
+    if op.name == "tensorrt.broadcast":
+        x = _static(op.input, env, program, depth + 1)
+        if x is not None:
+            out_rank = len(value.type.get_shape())
+            dims = tuple(int(d) for d in (_attr(op, "broadcast_dims", ()) or ()))
+            if dims == tuple(range(out_rank - x.ndim, out_rank)):
+                return x
+    if program is None or op.name == "tensorrt.broadcast":  # a broadcast may be huge: not materialized here
+        return None
+    if op.name == "tensorrt.constant":
+        return np.asarray(program.constant_value(op))
+    from tripy_lab.engine.reference import TABLE
+
+    fn = TABLE.get(op.name)
+    vals = [_static(o, env, program, depth + 1) for o in op.operands]
+    if fn is None or any(x is None or x.size > STATIC_EVAL_LIMIT for x in vals):
+        return None
+    try:
+        out = fn(op, vals, dict(zip(op.operands, vals)), program)
+    except Exception:  # the reference cannot evaluate it statically: treat it as data
+        return None
+    outs = out if isinstance(out, list) else [out]
+    result = np.asarray(outs[list(op.results).index(value)])
+    return result if result.size <= STATIC_EVAL_LIMIT else None
 
 
 def _causal(keep: np.ndarray, t: int, s: int) -> bool:
@@ -160,7 +194,7 @@ def _causal(keep: np.ndarray, t: int, s: int) -> bool:
     return t == s and all(np.array_equal(m, np.tril(np.ones((t, s), bool))) for m in first)
 
 
-def plan(m: Match, env: dict, device_platform: str, mode: str | None = None) -> dict | None:
+def plan(m: Match, env: dict, device_platform: str, mode: str | None = None, program=None) -> dict | None:
     """How to run a match with the values in ``env`` (keyword arguments for ``run``), or None: unfused."""
     mode = MODE if mode is None else mode
     if mode == "off":
@@ -186,7 +220,7 @@ def plan(m: Match, env: dict, device_platform: str, mode: str | None = None) -> 
         return None
     scale = 1.0
     if m.scale is not None:
-        c = _static(m.scale, env)
+        c = _static(m.scale, env, program)
         if c is None:
             return None
         c = float(np.asarray(c, np.float64).reshape(-1)[0])
@@ -197,7 +231,7 @@ def plan(m: Match, env: dict, device_platform: str, mode: str | None = None) -> 
         scale = c
     causal = False
     if m.mask is not None:
-        cond, fill = _static(m.mask, env), _static(m.fill, env)
+        cond, fill = _static(m.mask, env, program), _static(m.fill, env, program)
         if cond is None or fill is None:
             return None
         fillv = np.asarray(fill, np.float64)
