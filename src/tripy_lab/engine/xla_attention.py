@@ -9,12 +9,13 @@ The pattern, as the frontend lowers ``softmax(q @ k^T * scale [masked]) @ v``::
     p  = tensorrt.softmax {axis = last} s
     o  = tensorrt.matrix_multiply p, v
 
-Each intermediate must have no other use that reads its data (``tensorrt.shape`` may read its shape: the
-engine gives such a value an abstract stand-in, ``jax.eval_shape`` of its op). ``find`` matches it on the program (structure only); whether a
-match is run fused is decided while tracing, when the values are known: the scale and mask must be
-static (numpy) values, the mask causal (lower triangular) or absent, q/k/v of one rank with equal batch
-dims and head dims; with ``implementation="cudnn"`` also f16/bf16 on a GPU. Anything else runs the
-original ops one by one (``fused`` returns None), so the rewrite can only change how, never what.
+Each intermediate must have no other use that reads its data (``tensorrt.shape`` may read its shape:
+the engine gives such a value an abstract stand-in, ``jax.eval_shape`` of its op). ``find`` matches the
+pattern on the program (structure only); whether a match runs fused is decided while tracing, when the
+values are known: the scale and mask must be static (the mask is evaluated in numpy through constants
+and shape values), the mask causal (lower triangular) or absent, q/k/v of one rank with equal batch and
+head dims; with ``implementation="cudnn"`` also f16/bf16 on a GPU with head dim <= 128. Anything else
+runs the original ops one by one (``plan`` returns None), so the rewrite changes how, never what.
 
 ``MODE``: "auto" (cuDNN on GPUs for f16/bf16, otherwise unfused), "cudnn", "xla" (jax's own
 implementation: fused at the jax level; the CPU tests use it to check the rewrite), or "off".
