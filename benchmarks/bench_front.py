@@ -98,7 +98,7 @@ def main(argv=None):
     for _ in range(max(2, a.reps // 2)):
         fresh()
         start = time.perf_counter()
-        built = lowered.build(engine="xla", shapes="opt")
+        lowered.build(engine="xla", shapes="opt")
         builds.append(time.perf_counter() - start)
         fresh()
         jl = jax.jit(f_jax).lower(x)

@@ -71,3 +71,22 @@ def test_reference_engine_times_each_mlir_op():
     assert len(mm) == 3 and (mm["time_ms"] > 0).all()
     times = layer_time.line_times(exe._compiled.last_profile, exe._program)
     assert {line for _, line in times} >= {chain.__code__.co_firstlineno + k for k in (1, 2, 3)}
+
+
+def test_command_buffer_kernels_are_attributed_by_name_and_schedule():
+    from tripy_lab.engine.base import LayerRecord
+    from tripy_lab.engine.xla_profile import _Event, attribute
+
+    def layer(name, kind):
+        return LayerRecord(name, kind, (), (), (), ())
+
+    layers = [layer("loop_add_fusion.1", "loop fusion"), layer("cublas-lt-matmul.1", "GEMM (cuBLAS)"),
+              layer("dot_product_attention_fwd.4", "attention (cuDNN)"), layer("gemm_fusion_dot.2", "GEMM (Triton)")]
+    line = ("/device:GPU:0", "Stream #1")
+    evs = [_Event("command_buffer_1", n, t, t + 1, line, None) for t, n in enumerate(
+        ["loop_add_fusion_1", "sm90_xmma_gemm_f16", "Memset 3", "cudnn_generated_sdpa_kernel0", "gemm_fusion_dot_2"])]
+    got = [name for name, _ in attribute(evs, layers)]
+    assert got == ["loop_add_fusion.1", "cublas-lt-matmul.1", "dot_product_attention_fwd.4",
+                   "dot_product_attention_fwd.4", "gemm_fusion_dot.2"]
+    direct = [_Event("gemm_fusion_dot.2", "whatever", 0, 1, line, None)]
+    assert [n for n, _ in attribute(direct, layers)] == ["gemm_fusion_dot.2"]

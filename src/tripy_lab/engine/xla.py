@@ -779,7 +779,7 @@ class XlaCompiled(CompiledEngine):
         self.synchronize()
         shapes, dims, _ = self._validate(args)
         layers = list(self.layers_for(self._execs[self._sig(shapes, dims)]))
-        times = profile_calls(lambda: self.run(args), self.synchronize, calls)
+        times = profile_calls(lambda: self.run(args), self.synchronize, calls, layers)
         if times is None:
             prof = super().profile(args, calls)
             prof.notes.append("the XLA profiler gave no events (another profiler session active?)")

@@ -8,12 +8,15 @@ the device plane; on CPU the thunk executor's events on the host plane. So:
 * **per call** (compute time): the events of one call, from the first start to the last end. CPU events
   carry the call's ``run_id``; GPU kernels do not, so the synchronized calls are told apart by the
   ``calls - 1`` widest gaps between kernels (each call ends in a host sync, the widest idle time).
-* **per layer**: the durations of a layer's events in a call summed (events nested in another event of
-  the same thread, e.g. the body of a CPU ``while`` thunk, are counted once), the median over the calls.
+* **per layer**: events are joined to the layer table by ``hlo_op``, or, inside a GPU command buffer
+  (where ``hlo_op`` names the buffer), by kernel name and schedule order (``attribute``); a layer's
+  durations in a call are summed (events nested in another event of the same thread, e.g. the body of
+  a CPU ``while`` thunk, count once), and the median over the calls is its time.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -25,6 +28,7 @@ MODULE = "jit_main"
 @dataclass(frozen=True)
 class _Event:
     op: str
+    name: str  # the kernel's name (GPU) or the thunk's (CPU)
     start: float
     end: float
     line: tuple[str, str]
@@ -52,7 +56,7 @@ def _events(data, module: str) -> list[_Event]:
                 if not op or not str(stats.get("hlo_module", "")).startswith(module):
                     continue
                 rid = stats.get("run_id")
-                out.append(_Event(str(op), float(e.start_ns), float(e.end_ns), (plane.name, line.name),
+                out.append(_Event(str(op), str(e.name), float(e.start_ns), float(e.end_ns), (plane.name, line.name),
                                   int(rid) if rid is not None else None))
     return out
 
@@ -95,12 +99,56 @@ def _outermost(group: list[_Event]) -> list[_Event]:
 @dataclass
 class CallTimes:
     compute_s: list[float]
-    op_s: dict[str, float]  # hlo op -> mean seconds per call
+    op_s: dict[str, float]  # hlo op (layer name) -> seconds per call (median over the calls)
     op_count: dict[str, float]  # hlo op -> events per call
     notes: list[str]
 
 
-def profile_calls(call, sync, calls: int, module: str = MODULE) -> CallTimes | None:
+_LIBRARY_KINDS = ("cuBLAS", "cuDNN", "custom call", "library", "attention")
+
+
+def _sanitized(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def attribute(group: list[_Event], layers) -> list[tuple[str, _Event]]:
+    """(layer name, event) for a call's events. An event's ``hlo_op`` names its layer, except inside a GPU
+    command buffer (one thunk: ``hlo_op`` is the buffer), where kernels are matched to layers by name
+    (XLA names a fusion's kernel after the fusion, '.' -> '_') and library kernels (cuBLAS, cuDNN and
+    their memsets) go to the next library call of the layer table in schedule order."""
+    names = [ly.name for ly in layers]
+    known = set(names)
+    by_kernel = {_sanitized(n): k for k, n in enumerate(names)}
+    library = [any(s in ly.kind for s in _LIBRARY_KINDS) for ly in layers]
+    out: list[tuple[str, _Event]] = []
+    nxt, lib_at, lib_has_kernel = 0, None, False
+    for e in sorted(group, key=lambda e: e.start):
+        if e.op in known:
+            out.append((e.op, e))
+            continue
+        k = by_kernel.get(_sanitized(e.name))
+        if k is None:  # e.g. gemm_fusion_dot_52 for gemm_fusion_dot.52 with a kernel-index suffix
+            base = re.sub(r"_\d+$", "", _sanitized(e.name))
+            k = by_kernel.get(base) if base != _sanitized(e.name) else None
+        if k is not None:
+            out.append((names[k], e))
+            nxt, lib_at = k + 1, None
+            continue
+        memset = e.name.lower().startswith("memset") or e.name.lower().startswith("memcpy")
+        if lib_at is None or lib_has_kernel:  # memsets come before their call's kernel
+            start = nxt if lib_at is None else lib_at + 1
+            lib_at = next((i for i in range(start, len(names)) if library[i]), None)
+            lib_has_kernel = False
+            if lib_at is None:
+                out.append((e.op, e))
+                continue
+            nxt = lib_at + 1
+        lib_has_kernel = lib_has_kernel or not memset
+        out.append((names[lib_at], e))
+    return out
+
+
+def profile_calls(call, sync, calls: int, layers=(), module: str = MODULE) -> CallTimes | None:
     """Run ``call(); sync()`` ``calls`` times under the profiler. None when no profiler session can start
     (another one is active) or the trace holds no events of ``module``."""
     try:
@@ -125,9 +173,9 @@ def profile_calls(call, sync, calls: int, module: str = MODULE) -> CallTimes | N
     op_n: dict[str, float] = {}
     for g in groups:
         times: dict[str, float] = {}
-        for e in _outermost(g):
-            times[e.op] = times.get(e.op, 0.0) + (e.end - e.start) * 1e-9
-            op_n[e.op] = op_n.get(e.op, 0.0) + 1.0 / len(groups)
+        for op, e in attribute(_outermost(g), layers):
+            times[op] = times.get(op, 0.0) + (e.end - e.start) * 1e-9
+            op_n[op] = op_n.get(op, 0.0) + 1.0 / len(groups)
         per_call.append(times)
     # the median call's share of each op: robust to a call that a busy host preempted
     op_s = {op: float(np.median([t.get(op, 0.0) for t in per_call])) for op in op_n}
