@@ -61,7 +61,7 @@ def main():
                 results[f"B{b}_T{t} {name}"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
                 continue
             exe = built.executable()
-            ms = timed(lambda exe=exe: exe(idx), exe.synchronize, iters=10) * 1e3
+            ms = timed(lambda exe=exe, idx=idx: exe(idx), exe.synchronize, iters=10) * 1e3
             row = {"ms": ms, "tflops": gpt.flops(b, t) / ms / 1e9, "compile_s": built.seconds,
                    "notes": [n for n in built.report.notes if "dropped" in n]}
             if name == "defaults":
@@ -78,7 +78,7 @@ def main():
                 raw, consts = c._opt.call, tuple(c._consts)
                 last = {}
 
-                def raw_call(raw=raw, consts=consts, last=last):
+                def raw_call(raw=raw, consts=consts, last=last, idx=idx):
                     last["o"] = raw(idx, *consts)
 
                 row["raw_jit_ms"] = timed(raw_call, lambda last=last: last["o"][0].block_until_ready(),
