@@ -555,8 +555,8 @@ class XlaCompiled(CompiledEngine):
         return self._build_many([(shapes, dims, why)])[0]
 
     def _build_many(self, wanted: list[tuple[list, list, str]]) -> list[_Built]:
-        """Lower each signature (Python, one after another), compile them concurrently on a thread pool
-        (XLA compiles without the GIL), register them in order."""
+        """Lower each signature (Python, one after another) and compile them concurrently on a thread pool
+        (XLA compiles without the GIL; each compile starts once its signature is lowered); register in order."""
         def lower(shapes, dims, why):
             try:
                 return self._lower(shapes, dims)
@@ -572,17 +572,22 @@ class XlaCompiled(CompiledEngine):
             except TripyException as exc:
                 return exc
 
-        lowerings = [(lower(*w), w[2]) for w in wanted]
-        lowerings = [(lw, why) for lw, why in lowerings if lw is not None]
-        if len(lowerings) == 1:
-            results = [compile_or_note(lowerings[0][0])]
-        else:
-            with ThreadPoolExecutor(max_workers=min(len(lowerings), os.cpu_count() or 1)) as pool:
-                results = list(pool.map(compile_or_note, [lw for lw, _ in lowerings]))
-        if isinstance(results[0], TripyException):
-            raise results[0]
+        if len(wanted) == 1:
+            lw = lower(*wanted[0])
+            done = [(wanted[0][2], compile_or_note(lw))]
+        else:  # each compile starts as soon as its signature is lowered, so lowering overlaps compiling
+            with ThreadPoolExecutor(max_workers=min(len(wanted), os.cpu_count() or 1)) as pool:
+                futures = []
+                for w in wanted:
+                    lw = lower(*w)
+                    if lw is not None:
+                        futures.append((w[2], pool.submit(compile_or_note, lw)))
+                done = [(why, f.result()) for why, f in futures]
+        if isinstance(done[0][1], TripyException):
+            raise done[0][1]
+        results = [b for _, b in done]
         out = []
-        for (_, why), built in zip(lowerings, results):
+        for why, built in done:
             if isinstance(built, TripyException):
                 self.report.notes.append(f"{why} signature not built: {built.summary}")
                 continue

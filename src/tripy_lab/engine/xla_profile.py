@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,18 +47,32 @@ def _session():
     return lambda: ProfileData.from_serialized_xspace(sess.stop())
 
 
+def _lines(data):
+    """The trace lines that hold XLA's own events: the GPU planes' streams when there are GPU planes, else
+    the host's XLA thread lines (the other host events are of no use here and cost time to convert)."""
+    planes = list(data.planes)
+    gpu = [p for p in planes if p.name.startswith("/device:GPU")]
+    if gpu:
+        return [(p, line) for p in gpu for line in p.lines]
+    return [(p, line) for p in planes if p.name == "/host:CPU" for line in p.lines
+            if "XLA" in line.name or "Thunk" in line.name]
+
+
 def _events(data, module: str) -> list[_Event]:
     out = []
-    for plane in data.planes:
-        for line in plane.lines:
+    # jaxlib's stats converter warns (DeprecationWarning: "builtin type event_stats has no __module__");
+    # a warnings filter that turns it into an error would raise inside C++, which aborts the process
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for plane, line in _lines(data):
             for e in line.events:
                 stats = dict(e.stats)
                 op = stats.get("hlo_op")
                 if not op or not str(stats.get("hlo_module", "")).startswith(module):
                     continue
                 rid = stats.get("run_id")
-                out.append(_Event(str(op), str(e.name), float(e.start_ns), float(e.end_ns), (plane.name, line.name),
-                                  int(rid) if rid is not None else None))
+                out.append(_Event(str(op), str(e.name), float(e.start_ns), float(e.end_ns),
+                                  (plane.name, line.name), int(rid) if rid is not None else None))
     return out
 
 
