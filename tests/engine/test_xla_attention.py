@@ -106,3 +106,36 @@ def test_pattern_is_not_matched_when_an_intermediate_has_another_use():
 
     exe = build(leaky, "xla")
     assert not any("attention" in n for n in exe.stages["built"].report.notes)
+
+
+WQKV = np.random.default_rng(3).standard_normal((3 * H * D, 24)).astype(np.float32) / 5
+BQKV = np.random.default_rng(4).standard_normal(3 * H * D).astype(np.float32)
+
+
+def packed_attention(x):
+    """GPT-2's c_attn: one Linear for q, k and v, reshaped and sliced."""
+    b, t = x.shape[0], x.shape[1]
+    lin = tp.Linear(24, 3 * H * D)
+    lin.weight, lin.bias = tp.Tensor(WQKV), tp.Tensor(BQKV)
+    qkv = tp.permute(tp.reshape(lin(x), (b, t, 3, H, D)), (2, 0, 3, 1, 4))
+    q, k, v = qkv[0], qkv[1], qkv[2]
+    s = tp.masked_fill((q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(D)), tp.Tensor(CAUSAL) == 0, float("-inf"))
+    return tp.softmax(s, dim=-1) @ v
+
+
+def test_packed_qkv_projection_is_split_into_three_gemms():
+    x = np.random.default_rng(5).standard_normal((B, T, 24)).astype(np.float32)
+    old = xla_attention.MODE
+    try:
+        xla_attention.MODE = "xla"
+        fused = tp.compile(packed_attention, args=[tp.InputInfo(((1, 2, 3), T, 24), tp.float32)], engine="xla")
+        xla_attention.MODE = "off"
+        unfused = tp.compile(packed_attention, args=[tp.InputInfo((B, T, 24), tp.float32)], engine="xla")
+    finally:
+        xla_attention.MODE = old
+    notes = " ".join(fused.stages["built"].report.notes)
+    assert "attention 1 of 1 pattern(s) fused (xla, split qkv, causal)" in notes, notes
+    np.testing.assert_allclose(np.asarray(fused(x)), np.asarray(unfused(x)), rtol=1e-5, atol=1e-5)
+    y = x @ WQKV.T + BQKV
+    q, k, v = np.transpose(y.reshape(B, T, 3, H, D), (2, 0, 3, 1, 4))
+    np.testing.assert_allclose(np.asarray(fused(x)), numpy_attention(q, k, v, True), rtol=1e-4, atol=1e-4)

@@ -507,7 +507,13 @@ class XlaCompiled(CompiledEngine):
         ctx_shape = tuple(m.out.type.get_shape())
         try:
             with jax.named_scope("attention_" + "_".join(by_index[i].scope for i in m.ops)):
-                out = xla_attention.run(env[m.q], env[m.k], env[m.v], **how)
+                packed = xla_attention.packed_qkv(m, env, self.program) if len(m.out.type.get_shape()) == 4 \
+                    and xla_attention.SPLIT_PACKED else None
+                if packed is not None:
+                    out = xla_attention.run(*packed, **how, btnh=True)
+                    how = {**how, "implementation": how["implementation"] + ", split qkv"}
+                else:
+                    out = xla_attention.run(env[m.q], env[m.k], env[m.v], **how)
         except Exception as exc:  # a configuration the fused kernel refuses while tracing: run op by op
             self.report.notes.append(f"attention at {last.trace_name or last.index} not fused: "
                                      f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")

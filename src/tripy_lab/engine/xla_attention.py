@@ -17,6 +17,10 @@ and shape values), the mask causal (lower triangular) or absent, q/k/v of one ra
 head dims; with ``implementation="cudnn"`` also f16/bf16 on a GPU with head dim <= 128. Anything else
 runs the original ops one by one (``plan`` returns None), so the rewrite changes how, never what.
 
+When q, k and v are slices of one packed projection (``x @ W + b`` reshaped to [B, T, 3, H, D] and
+transposed), they are computed as one GEMM each, in the [B, T, H, D] layout the kernel reads
+(``SPLIT_PACKED``), instead of slicing copies out of the packed result.
+
 ``MODE``: "auto" (cuDNN on GPUs for f16/bf16, otherwise unfused), "cudnn", "xla" (jax's own
 implementation: fused at the jax level; the CPU tests use it to check the rewrite), or "off".
 """
@@ -28,6 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 MODE = "auto"
+# q, k, v sliced out of one packed projection (GPT-2's c_attn) are computed as three GEMMs that write the
+# fused kernel's layout directly (the packed GEMM and its slice copies are then dead code for XLA)
+SPLIT_PACKED = True
 _SWAP_LAST = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2), 5: (0, 1, 2, 4, 3)}
 
 
@@ -245,7 +252,75 @@ def plan(m: Match, env: dict, device_platform: str, mode: str | None = None, pro
     return {"scale": scale, "causal": causal, "implementation": impl}
 
 
-def run(q, k, v, scale: float, causal: bool, implementation: str):
+def _packed_projection(value, env, program):
+    """If ``value`` (q, k or v: [B, H, T, D]) is slice ``i`` of a packed projection -- ``x @ W (+ b)``
+    reshaped to [B, T, 3, H, D] and transposed (2, 0, 3, 1, 4), as GPT-2's ``c_attn`` is -- return
+    (matmul op, x, W as [Din, 3, H, D], bias as [3, H, D] or None, i); else None."""
+    r = _producer(value)
+    if r is None or r.name not in ("tensorrt.reshape", "tensorrt.collapse_rank"):
+        return None
+    sl = _producer(r.input)
+    if sl is None or sl.name != "tensorrt.slice" or str(_attr(sl, "mode", "kDEFAULT")) != "kDEFAULT":
+        return None
+    tr = _producer(sl.input)
+    if tr is None or tr.name != "tensorrt.transpose" or tuple(_attr(tr, "permutation", ())) != (2, 0, 3, 1, 4):
+        return None
+    rs = _producer(tr.input)
+    if rs is None or rs.name != "tensorrt.reshape" or not hasattr(env.get(tr.input), "shape"):
+        return None
+    b, t, three, h, d = env[tr.input].shape
+    full, part = env[sl.input].shape, env[sl.results[0]].shape
+    start = _attr(sl, "static_start")
+    if start is None:
+        start = _static(sl.start, env, program)
+    stride = _attr(sl, "static_stride")
+    if stride is None and sl.stride is not None:
+        stride = _static(sl.stride, env, program)
+    if start is None or part[0] != 1 or tuple(part[1:]) != tuple(full[1:]) \
+            or any(int(x) != 0 for x in list(start)[1:]) or (stride is not None and any(int(x) != 1 for x in stride)):
+        return None
+    y, bias = rs.input, None
+    add = _producer(y)
+    if add is not None and add.name == "tensorrt.element_wise" and _attr(add, "elementwiseOperation") == "kSUM":
+        a1, a2 = add.input1, add.input2
+        mm_first = _producer(a1) is not None and _producer(a1).name == "tensorrt.matrix_multiply"
+        y, bias = (a1, env.get(a2)) if mm_first else (a2, env.get(a1))
+        if bias is None or int(np.prod(bias.shape)) != three * h * d:
+            return None
+        bias = bias.reshape(three, h, d)
+    mm = _producer(y)
+    if mm is None or mm.name != "tensorrt.matrix_multiply" or _attr(mm, "op0", "kNONE") != "kNONE":
+        return None
+    x, w = env.get(mm.input0), env.get(mm.input1)
+    if x is None or w is None or len(x.shape) != 3 or tuple(x.shape[:2]) != (b, t):
+        return None
+    op1 = _attr(mm, "op1", "kNONE")
+    if op1 not in ("kNONE", "kTRANSPOSE") or any(s != 1 for s in w.shape[:-2]):
+        return None
+    w = w.reshape(w.shape[-2:])
+    if op1 == "kTRANSPOSE":
+        w = w.T
+    if w.shape != (x.shape[-1], three * h * d):
+        return None
+    return mm, x, w.reshape(x.shape[-1], three, h, d), bias, int(list(start)[0])
+
+
+def packed_qkv(m: Match, env, program):
+    """q, k, v as [B, T, H, D] computed straight from a packed projection (one GEMM each, written in the
+    layout the fused kernel reads, so no slice copies), or None when they do not come from one."""
+    import jax.numpy as jnp
+
+    found = [_packed_projection(x, env, program) for x in (m.q, m.k, m.v)]
+    if any(f is None for f in found) or len({id(f[0]) for f in found}) != 1:
+        return None
+    out = []
+    for _, x, w, bias, i in found:
+        y = jnp.einsum("btc,chd->bthd", x, w[:, i])
+        out.append(y if bias is None else y + bias[i])
+    return out
+
+
+def run(q, k, v, scale: float, causal: bool, implementation: str, btnh: bool = False):
     """softmax(q @ k^T * scale [causal]) @ v for q [..., T, D], k/v [..., S, D] (the MLIR layout)."""
     import jax
     import jax.numpy as jnp
@@ -258,6 +333,9 @@ def run(q, k, v, scale: float, causal: bool, implementation: str):
         x = x.reshape((-1, *x.shape[-3:]))
         return jnp.swapaxes(x, 1, 2)
 
+    if btnh:  # q, k, v given as [B, T, H, D]; the result goes back to [B, H, T, D]
+        o = jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=causal, implementation=implementation)
+        return jnp.swapaxes(o, 1, 2)
     o = jax.nn.dot_product_attention(to_btnh(q), to_btnh(k), to_btnh(v), scale=scale, is_causal=causal,
                                      implementation=implementation)
     if len(lead) == 1:
