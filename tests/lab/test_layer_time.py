@@ -90,3 +90,15 @@ def test_command_buffer_kernels_are_attributed_by_name_and_schedule():
                    "dot_product_attention_fwd.4", "gemm_fusion_dot.2"]
     direct = [_Event("gemm_fusion_dot.2", "whatever", 0, 1, line, None)]
     assert [n for n, _ in attribute(direct, layers)] == ["gemm_fusion_dot.2"]
+
+
+def test_a_reused_kernel_goes_to_the_next_identical_layer():
+    from tripy_lab.engine.base import LayerRecord
+    from tripy_lab.engine.xla_profile import _Event, attribute
+
+    layers = [LayerRecord(f"loop_convert_fusion{s}", "loop fusion", (), (), ((8, 4),), ("float16",))
+              for s in ("", ".1", ".2")]
+    line = ("/device:GPU:0", "Stream #1")
+    evs = [_Event("command_buffer_1", "loop_convert_fusion", t, t + 1, line, None) for t in range(3)]
+    assert [n for n, _ in attribute(evs, layers)] == ["loop_convert_fusion", "loop_convert_fusion.1",
+                                                      "loop_convert_fusion.2"]

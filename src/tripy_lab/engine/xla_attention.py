@@ -314,14 +314,24 @@ def packed_qkv(m: Match, env, program):
     if any(f is None for f in found) or len({id(f[0]) for f in found}) != 1:
         return None
     out = []
+    prec = "highest" if np.dtype(found[0][1].dtype) == np.float32 else None
     for _, x, w, bias, i in found:
-        y = jnp.einsum("btc,chd->bthd", x, w[:, i])
+        y = jnp.einsum("btc,chd->bthd", x, w[:, i], precision=prec)
         out.append(y if bias is None else y + bias[i])
     return out
 
 
 def run(q, k, v, scale: float, causal: bool, implementation: str, btnh: bool = False):
     """softmax(q @ k^T * scale [causal]) @ v for q [..., T, D], k/v [..., S, D] (the MLIR layout)."""
+    import jax
+
+    if np.dtype(q.dtype) == np.float32:  # exact f32 like the unfused ops (no TF32 on GPUs)
+        with jax.default_matmul_precision("highest"):
+            return _run(q, k, v, scale, causal, implementation, btnh)
+    return _run(q, k, v, scale, causal, implementation, btnh)
+
+
+def _run(q, k, v, scale, causal, implementation, btnh):
     import jax
     import jax.numpy as jnp
 

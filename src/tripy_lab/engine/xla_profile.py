@@ -135,8 +135,10 @@ def attribute(group: list[_Event], layers) -> list[tuple[str, _Event]]:
     known = set(names)
     by_kernel = {_sanitized(n): k for k, n in enumerate(names)}
     library = [any(s in ly.kind for s in _LIBRARY_KINDS) for ly in layers]
+    sig = [(ly.kind, ly.output_shapes, ly.output_dtypes) for ly in layers]
     out: list[tuple[str, _Event]] = []
     nxt, lib_at, lib_has_kernel = 0, None, False
+    taken: set[int] = set()
     for e in sorted(group, key=lambda e: e.start):
         if e.op in known:
             out.append((e.op, e))
@@ -146,6 +148,9 @@ def attribute(group: list[_Event], layers) -> list[tuple[str, _Event]]:
             base = re.sub(r"_\d+$", "", _sanitized(e.name))
             k = by_kernel.get(base) if base != _sanitized(e.name) else None
         if k is not None:
+            if k in taken:  # XLA reuses one kernel for identical fusions (repeated layers): take the next twin
+                k = next((i for i in range(nxt, len(names)) if sig[i] == sig[k] and i not in taken), k)
+            taken.add(k)
             out.append((names[k], e))
             nxt, lib_at = k + 1, None
             continue
