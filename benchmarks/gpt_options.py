@@ -30,7 +30,9 @@ VARIANTS = {
     "cublaslt": {"xla_gpu_enable_cublaslt": True},
     "no_triton_gemm": {"xla_gpu_enable_triton_gemm": False},
     "no_triton_gemm+cublaslt": {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True},
-    "effort_1": {"exec_time_optimization_effort": 1.0},
+    "no_dot_merger": {"xla_disable_hlo_passes": "dot_merger"},
+    "no_dot_merger+cublaslt": {"xla_disable_hlo_passes": "dot_merger", "xla_gpu_enable_cublaslt": True},
+    "triton_gemm_any": {"xla_gpu_triton_gemm_any": True},
 }
 
 
@@ -38,6 +40,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out-dir", default=None)
     p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--shapes", default="8x1024,1x128")
     a = p.parse_args()
     import jax
 
@@ -50,7 +53,7 @@ def main():
     model = gpt.tripy_gpt(params)
     gpu = jax.devices()[0]
     results = {}
-    for b, t in ((8, 1024), (1, 128)):
+    for b, t in (tuple(int(v) for v in bt.split("x")) for bt in a.shapes.split(",")):
         lowered = pipeline.trace(model, args=[tp.InputInfo((b, t), tp.int32)]).lower()
         idx = jax.device_put(rng.integers(0, gpt.V, (b, t)).astype(np.int32), gpu)
         for name in a.variants.split(","):
