@@ -220,8 +220,7 @@ def _rows(exe, points: Iterable, warmup: int, iters: int, label: str, max_second
                                profile_calls))
         except TripyException as exc:
             row["error"] = exc.summary
-        if isinstance(point, str):
-            row["label"] = f"{label} {point}".strip()
+        row["label"] = f"{label} {point if isinstance(point, str) else row['shape']}".strip()
         rows.append(row)
     return rows
 
@@ -243,10 +242,10 @@ def benchmark(
       divided by ``iters``; ``throughput_per_s`` = 1000 / ``back_to_back_ms``.
     * ``error``: why a row failed to run (its numbers are NaN).
     """
-    import pandas as pd
+    from tripy_lab.lab.tables import LabFrame  # a DataFrame shown with the lab's table style
 
     points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
-    return pd.DataFrame(_rows(exe, points, warmup, iters, label, max_seconds, profile_calls), columns=COLUMNS)
+    return LabFrame(_rows(exe, points, warmup, iters, label, max_seconds, profile_calls), columns=COLUMNS)
 
 
 def _compile_config(config: dict):
@@ -267,7 +266,7 @@ def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max
     ``{"func": f, "args": [...], "engine": "xla", "optimization_level": 3, "label": "..."}``
     that is compiled here (so engines, optimization levels or bounds can be compared).
     """
-    import pandas as pd
+    from tripy_lab.lab.tables import LabFrame
 
     rows = []
     points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
@@ -286,4 +285,4 @@ def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max
         for row in _rows(item, points, warmup, iters, label, max_seconds, profile_calls):
             row["build_ms"] = build_ms
             rows.append(row)
-    return pd.DataFrame(rows, columns=[*COLUMNS[:3], "build_ms", *COLUMNS[3:]])
+    return LabFrame(rows, columns=[*COLUMNS[:3], "build_ms", *COLUMNS[3:]])
