@@ -33,6 +33,7 @@ VARIANTS = {
     "no_dot_merger": {"xla_disable_hlo_passes": "dot_merger"},
     "no_dot_merger+cublaslt": {"xla_disable_hlo_passes": "dot_merger", "xla_gpu_enable_cublaslt": True},
     "triton_gemm_any": {"xla_gpu_triton_gemm_any": True},
+    "no_command_buffer": {"xla_gpu_enable_command_buffer": ""},
 }
 
 
