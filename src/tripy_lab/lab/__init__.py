@@ -1,12 +1,13 @@
 """The lab layer: ``%%tpcompile``, the bounds editor, stage tabs, timing tables, compile diffs, snapshots
 and reports.
 
-``benchmark``, ``compare`` and ``diff`` work without widgets (pandas is imported when they run).
-``show(exe)`` displays the ``%%tpcompile`` view of an Executable; ``report(exe, path)`` and
-``report_notebook(ipynb, path)`` write stand-alone HTML files (module ``reports``: a submodule named
-``report`` would replace the ``report`` function on this package once imported).
+``benchmark``, ``compare`` and ``diff`` work without widgets, ``profile`` gives the time per layer
+(pandas is imported when they run). ``show(exe)`` displays the ``%%tpcompile`` view of an Executable;
+``report(exe, path)`` and ``report_notebook(ipynb, path)`` write stand-alone HTML files
+(module ``reports``: a submodule named ``report`` would replace the ``report`` function on this package once imported).
 """
 
+from tripy_lab.lab.layer_time import profile
 from tripy_lab.lab.timing import benchmark, compare
 
 
@@ -41,4 +42,4 @@ def report_notebook(ipynb_path, out_path):
     return _report_notebook(ipynb_path, out_path)
 
 
-__all__ = ["benchmark", "compare", "diff", "report", "report_notebook", "show"]
+__all__ = ["benchmark", "compare", "diff", "profile", "report", "report_notebook", "show"]

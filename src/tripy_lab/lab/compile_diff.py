@@ -285,9 +285,9 @@ def diff_html(d: CompileDiff) -> str:
                      f"{verdict}</summary>"
                      + ("" if d.outputs is None else tables.frame_html(d.outputs)) + "</details>")
     if d.timing is not None:
-        med = list(d.timing["median_ms"])
+        med = list(d.timing["compute_ms"])
         ok = len(med) == 2 and all(isinstance(m, float) and math.isfinite(m) and m > 0 for m in med)
-        ratio = f" · B/A median {med[1] / med[0]:.3g}×" if ok else ""
+        ratio = f" · B/A compute {med[1] / med[0]:.3g}×" if ok else ""
         parts.append(f'<details class="tripy-diff-section tripy-diff-timing" open><summary style="font-weight:600">'
                      f'Timing<span style="font-weight:normal;color:#6b7280">{esc(ratio)}</span></summary>'
                      + tables.frame_html(d.timing.drop(columns=["error"]) if not d.timing["error"].any()

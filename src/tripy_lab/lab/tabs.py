@@ -130,8 +130,10 @@ class EngineView:
     engine: str
     info: list[tuple[str, object]]
     notes: list[str]
-    layers: object  # pandas DataFrame (views.layers_frame)
+    layers: object  # pandas DataFrame (views.layers_frame, or the layer times after a timing run)
     extra_stages: dict[str, str] = field(default_factory=dict)
+    timing_note: str = ""  # after a timing run: compute per call, layer sum, how it was measured
+    source_heat: str = ""  # the user's source lines shaded by their share of engine time (HTML)
 
     @classmethod
     def of(cls, built) -> EngineView:
@@ -140,7 +142,17 @@ class EngineView:
                 ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
                 ("layers", len(built.layers))]
         info += [(f"cache: {k}", v) for k, v in r.cache.items()]
-        return cls(r.engine, info, list(r.notes), views.layers_frame(built.layers), dict(r.extra_stages))
+        view = cls(r.engine, info, list(r.notes), views.layers_frame(built.layers), dict(r.extra_stages))
+        prof = getattr(built.compiled, "last_profile", None)
+        if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
+            from tripy_lab.lab import layer_time
+
+            frame = layer_time.layer_times_frame(prof)
+            view.layers = frame
+            view.timing_note = (f"last timing run: compute {frame.attrs['compute_ms']:.4g} ms per call (median), "
+                                f"layers sum to {frame.attrs['layers_ms']:.4g} ms; {prof.method}")
+            view.source_heat = layer_time.source_heat_html(prof, built.lowered.program)
+        return view
 
     def html(self, limits: Limits = LIVE) -> str:
         rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{esc(k)}</th><td>{esc(v)}</td></tr>"
@@ -156,7 +168,10 @@ class EngineView:
         return (f'<div class="tripy-engine"><h4 style="margin:4px 0">Engine: <code>{esc(self.engine)}</code></h4>'
                 f"<table style='font-size:12px'>{rows}</table>"
                 + (f"<ul style='font-size:12px'>{notes}</ul>" if notes else "")
-                + f'<div class="tripy-layers">{views.frame_html(df)}</div>' + tail + extra + "</div>")
+                + (f"<div class='tripy-layer-time' style='font-size:12px;margin-top:4px'>{esc(self.timing_note)}</div>"
+                   if self.timing_note else "")
+                + f'<div class="tripy-layers">{views.frame_html(df)}</div>' + tail + self.source_heat + extra
+                + "</div>")
 
 
 # -- Run & time -------------------------------------------------------------------------------------

@@ -298,7 +298,7 @@ class LabWidget:
         points, xlabel, xs, opt_x = timing.sweep_points(exe.input_infos, n=6)
         df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value, label="sweep")
         ok = df["error"] == ""
-        sweep = ([x for x, good in zip(xs, ok) if good], list(df.loc[ok, "median_ms"]), opt_x, xlabel)
+        sweep = ([x for x, good in zip(xs, ok) if good], list(df.loc[ok, "compute_ms"]), opt_x, xlabel)
         return tabs.RunView("sweep", frame=df, sweep=sweep)
 
 
