@@ -69,7 +69,25 @@ class Lowered:
                 resources=None if elide else self.program.resources)
         return self._text_cache[key]
 
-    def build(self, engine: str | None = None, optimization_level: int = 3) -> Built:
+    @classmethod
+    def from_text(cls, text: str, like: Lowered | None = None, *, resources: dict | None = None) -> Lowered:
+        """Parse and verify MLIR text (e.g. an edited ``like.as_text(elide=False)``) into a Lowered to build.
+
+        Errors are TripyExceptions with ``.line``/``.column`` in ``text``. With ``like``, argument names,
+        origins and constant blobs (``dense_resource`` handles) come from it; inputs are read from ``@main``.
+        """
+        from tripy_lab.pipeline.mlir_edit import program_from_text
+
+        start = time.perf_counter()
+        program = program_from_text(text, like.program if like is not None else None, resources)
+        traced = like.traced if like is not None else None
+        if traced is not None and len(program.output_names) != len(like.program.output_names):
+            traced = None  # a different number of results: the original's return form no longer applies
+        return cls(program, time.perf_counter() - start, traced)
+
+    def build(self, engine: str | None = None, optimization_level: int = 3, shapes="profile") -> Built:
+        """Build with an engine. ``shapes``: the input signatures compiled now ("profile": opt, min, max;
+        "opt"; or a list of {arg: shape} dicts besides them); others are compiled on first use."""
         check_optimization_level(optimization_level)
         name, reason = choose(engine)
         cls = engine_class(name)
@@ -78,7 +96,7 @@ class Lowered:
             raise_error(f"The '{name}' engine is not available here.", [why, f"(chosen because: {reason})"])
         options = BuildOptions(optimization_level=optimization_level,
                                timing_cache_path=config.timing_cache_file_path,
-                               compilation_cache_dir=config.xla_cache_dir())
+                               compilation_cache_dir=config.xla_cache_dir(), build_shapes=shapes)
         start = time.perf_counter()
         with build_errors(name, self.program):  # anything an engine lets escape becomes a TripyException
             compiled = cls().build(self.program, options)
