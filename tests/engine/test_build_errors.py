@@ -40,10 +40,10 @@ def test_an_invalid_min_shape_fails_at_first_use_naming_min():
 def test_a_raw_error_inside_the_xla_build_is_a_tripy_exception(monkeypatch):
     from tripy_lab.engine import xla
 
-    def fail(self, shapes, dims, why):
+    def fail(self, wanted):
         raise RuntimeError("INTERNAL: RET_CHECK failure in fusion of t1__op1 (a jax/XLA message)")
 
-    monkeypatch.setattr(xla.XlaCompiled, "_build", fail)
+    monkeypatch.setattr(xla.XlaCompiled, "_build_many", fail)
     with pytest.raises(tp.TripyException) as info:
         tp.compile(lambda a: tp.exp(a) * 2.0, args=[tp.InputInfo(((1, 2, 3), 4), tp.float32)], engine="xla")
     err = info.value
