@@ -112,3 +112,26 @@ def test_bf16_and_f8_extremes():
         info = ml_dtypes.finfo(dt)
         array = np.array([info.max, -info.max, info.tiny, info.smallest_subnormal, -0.0], dtype=dt)
         assert bits(round_trip(array, elem, False)) == bits(array)
+
+
+@pytest.mark.parametrize("elem", ["f32", "f16", "bf16"])
+@settings(max_examples=40, deadline=None)
+@given(value=st.fractions(min_value=-70000, max_value=70000, max_denominator=10**12))
+def test_decimals_parse_to_the_nearest_value_like_mlir(elem, value):
+    """Any decimal (not only what the printer writes) parses to the correctly rounded value of the type."""
+    from fractions import Fraction
+
+    from xdsl.utils.exceptions import ParseError
+
+    spelled = f"{float(value):.17e}"  # a decimal the f64 fast path and the exact path must agree on
+    source = f'"tensorrt.constant"() <{{weights = dense<{spelled}> : tensor<{elem}>}}> : () -> tensor<{elem}>'
+    q = Fraction(spelled)
+    exact = text._round_to(abs(q), elem) if q else Fraction(0)
+    if exact is None:  # beyond the type's largest value: refused, as MLIR refuses it
+        with pytest.raises(ParseError, match="out of range"):
+            text.parse_module(source)
+        return
+    out = elements_to_numpy(next(o for o in text.parse_module(source).walk()
+                                 if o.name == "tensorrt.constant").properties["weights"])
+    want = np.array(float(exact) * (1 if q >= 0 else -1), dtype=NUMPY_DTYPES[elem])
+    assert bits(out) == bits(want) or (float(out) == 0 and float(want) == 0)

@@ -40,6 +40,7 @@ import functools
 import io
 import math
 import re
+import struct
 from collections.abc import Mapping, MutableMapping
 from fractions import Fraction
 
@@ -562,11 +563,18 @@ def _float_literal(text: str, elem: str) -> np.ndarray:
         return np.array(-0.0 if neg else 0.0, dtype=dt)
     if magnitude > 400:
         raise ValueError(f"float literal {text[:40]} is out of range for {elem}")
+    value = float(text)  # correctly rounded to f64
     if elem == "f64":
-        value = float(text)
         if math.isinf(value):
             raise ValueError(f"float literal {text[:40]} is out of range for {elem}")
         return np.array(value, dtype=dt)
+    p, emin, largest = _FLOAT_SEMANTICS[elem]
+    if elem in ("f32", "f16") and 2.0**emin <= abs(value) <= largest:  # numpy rounds f64 to these directly
+        # Rounding the f64 again is exact unless the f64 landed on a midpoint of the target type (every
+        # midpoint of a normal target value is an f64, so none lies strictly between the decimal and it).
+        drop = 53 - p
+        if (struct.unpack("<Q", struct.pack("<d", value))[0] & ((1 << drop) - 1)) != 1 << (drop - 1):
+            return np.array(value).astype(dt)
     q = Fraction(int(whole + frac), 1) * Fraction(10) ** (exp - len(frac))
     r = _round_to(q, elem)
     if r is None:
