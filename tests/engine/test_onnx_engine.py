@@ -1,0 +1,197 @@
+"""The onnxruntime engine and ONNX export (issue 11): one session for the whole profile, checked export that
+a plain onnxruntime session runs with the reference's numbers, symbolic dims, shared initializers, node
+names that map back to user lines, layer table and per-layer times, errors at the user's line."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tripy_lab as tp
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+F32 = tp.float32
+rng = np.random.default_rng(0)
+
+
+class Attention(tp.Module):
+    """A nanoGPT block: causal self-attention + MLP, pre-LayerNorm, dynamic batch and sequence length."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.d, self.h = d, heads
+        self.ln1, self.ln2 = tp.LayerNorm(d), tp.LayerNorm(d)
+        self.qkv, self.proj = tp.Linear(d, 3 * d), tp.Linear(d, d)
+        self.fc, self.out = tp.Linear(d, 4 * d), tp.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t = x.shape[0], x.shape[1]
+        hd = self.d // self.h
+        qkv = tp.permute(tp.reshape(self.qkv(self.ln1(x)), (b, t, 3, self.h, hd)), (2, 0, 3, 1, 4))
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        att = (q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(hd))
+        mask = tp.tril(tp.ones((t, t), dtype=tp.bool))
+        att = tp.softmax(tp.masked_fill(att, ~mask, float("-inf")), dim=-1)
+        x = x + self.proj(tp.reshape(tp.permute(att @ v, (0, 2, 1, 3)), (b, t, self.d)))
+        return x + self.out(tp.gelu(self.fc(self.ln2(x))))
+
+
+class NanoGPT(tp.Module):
+    def __init__(self, vocab=50, ctx=16, d=32, heads=4, layers=2):
+        super().__init__()
+        self.wte, self.wpe = tp.Embedding(vocab, d), tp.Embedding(ctx, d)
+        self.blocks = [Attention(d, heads) for _ in range(layers)]
+        self.ln = tp.LayerNorm(d)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.wte(idx) + self.wpe(tp.arange(t, dtype=tp.int32))
+        for block in self.blocks:
+            x = block(x)
+        return self.ln(x) @ tp.transpose(self.wte.weight, 0, 1)  # tied weights: one initializer
+
+
+def randomize(module, seed=0):
+    r = np.random.default_rng(seed)
+    for name, p in module.state_dict().items():
+        module.load_state_dict({name: tp.Tensor((r.standard_normal(p.shape) * 0.2).astype(np.float32))},
+                               strict=False)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    model = randomize(NanoGPT())
+    info = tp.InputInfo((tp.NamedDimension("batch", 1, 2, 3), (1, 8, 16)), tp.int32)
+    return model, info
+
+
+def ids(b, t, seed=0):
+    return tp.Tensor(np.random.default_rng(seed).integers(0, 50, size=(b, t)).astype(np.int32))
+
+
+def test_one_session_serves_twenty_shapes(monkeypatch):
+    built = []
+    real = ort.InferenceSession
+
+    def counting(*a, **k):
+        built.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(ort, "InferenceSession", counting)
+    info = tp.InputInfo(((1, 4, 5), (1, 8, 12)), F32)
+    w = tp.Tensor(rng.standard_normal((1, 1)).astype(np.float32))
+    f = lambda x: tp.softmax(x * w, dim=-1) + tp.sum(x, dim=0)  # noqa: E731
+    exe = tp.compile(f, args=[info], engine="onnxruntime")
+    ref = tp.compile(f, args=[info], engine="reference")
+    assert built == [1]
+    shapes = [(a, b) for a in range(1, 6) for b in (1, 5, 9, 12)]
+    assert len(shapes) >= 20
+    for shape in shapes:
+        x = tp.Tensor(rng.standard_normal(shape).astype(np.float32))
+        np.testing.assert_allclose(np.asarray(exe(x)), np.asarray(ref(x)), rtol=1e-5, atol=1e-6)
+    assert built == [1], "a new shape inside the bounds built another session"
+    assert exe._compiled.sessions_built == 1
+    assert exe._compiled.report.cache["shapes_run"] == len(shapes)
+
+
+def test_export_checks_and_runs_outside_tripy_lab(gpt, tmp_path):
+    model, info = gpt
+    exe = tp.compile(model, args=[info], engine="onnxruntime")
+    ref = tp.compile(model, args=[info], engine="reference")
+    path = exe.export_onnx(str(tmp_path / "gpt.onnx"))
+    loaded = onnx.load(path)
+    onnx.checker.check_model(loaded, full_check=True)
+    # symbolic dims: the NamedDimension's name and <param>_<i>
+    (inp,) = loaded.graph.input
+    assert [d.dim_param for d in inp.type.tensor_type.shape.dim] == ["batch", "idx_1"]
+    # the tied embedding is one initializer, used by the gather and the final matmul
+    sizes = [tuple(i.dims) for i in loaded.graph.initializer]
+    assert sizes.count((50, 32)) == 1
+    plain = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for b, t in ((1, 1), (2, 8), (3, 16)):  # min, opt, max
+        x = ids(b, t, seed=t)
+        (out,) = plain.run(None, {"idx": np.asarray(x)})
+        want = np.asarray(ref(x))
+        assert out.shape == want.shape == (b, t, 50)
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(np.asarray(exe(x)), want, rtol=1e-4, atol=1e-4)
+
+
+def test_lowered_to_onnx_with_dimension_input(tmp_path):
+    f = lambda x, s: tp.reshape(x, (-1, s))[1:, ::-1] * 2.0  # noqa: E731
+    args = [tp.InputInfo(((1, 2, 4), 6), F32), tp.DimensionInputInfo((1, 2, 3))]
+    lowered = tp.pipeline.trace(f, args=args).lower()
+    path = lowered.to_onnx(str(tmp_path / "m.onnx"))
+    model = onnx.load(path)
+    s = model.graph.input[1]
+    assert s.name == "s" and s.type.tensor_type.elem_type == onnx.TensorProto.INT32
+    assert len(s.type.tensor_type.shape.dim) == 0  # a scalar int input
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    ref = lowered.build(engine="reference").executable()
+    for n, v in ((1, 1), (2, 2), (4, 3), (3, 2)):
+        x = rng.standard_normal((n, 6)).astype(np.float32)
+        (out,) = sess.run(None, {"x": x, "s": np.asarray(v, np.int32)})
+        np.testing.assert_allclose(out, np.asarray(ref(tp.Tensor(x), tp.DimensionSize(v))), rtol=1e-6)
+    # node names carry the trace op, the MLIR op and the user's file:line
+    assert all(" @ test_onnx_engine.py:" in n.name for n in model.graph.node if not n.name.startswith("output"))
+
+
+def test_trtexec_and_polygraphy_commands():
+    args = [tp.InputInfo(((1, 2, 4), 6), F32), tp.DimensionInputInfo((1, 2, 3))]
+    exe = tp.compile(lambda x, s: tp.reshape(x, (-1, s)), args=args, engine="onnxruntime")
+    assert exe.trtexec_command("m.onnx") == ("trtexec --onnx=m.onnx --minShapes=x:1x6,s:1 --optShapes=x:2x6,s:2 "
+                                             "--maxShapes=x:4x6,s:3")
+    cmd = exe.polygraphy_command("m.onnx")
+    assert cmd.startswith("polygraphy run m.onnx --trt --onnxrt --trt-min-shapes 'x:[1,6]' 's:[1]'")
+    assert "--trt-max-shapes 'x:[4,6]' 's:[3]'" in cmd
+
+
+def test_optimization_levels_and_layer_table(gpt):
+    model, info = gpt
+    exes = {lvl: tp.compile(model, args=[info], engine="onnxruntime", optimization_level=lvl) for lvl in (0, 3)}
+    notes = {lvl: " ".join(e._compiled.report.notes) for lvl, e in exes.items()}
+    assert "ORT_DISABLE_ALL" in notes[0] and "ORT_ENABLE_ALL" in notes[3]
+    unfused, fused = exes[0].layers, exes[3].layers
+    assert len(fused) < len(unfused)  # onnxruntime fused nodes at level 3
+    # every layer maps back to trace ops and this file's lines; fused nodes to several MLIR ops
+    assert all(layer.source_lines and all("test_onnx_engine.py:" in s for s in layer.source_lines)
+               for layer in fused if not layer.name.startswith("output"))
+    assert any(len(layer.mlir_ops) > 1 and "Fusion" in layer.name
+               for layer in fused)
+    x = ids(2, 8)
+    np.testing.assert_allclose(np.asarray(exes[0](x)), np.asarray(exes[3](x)), rtol=1e-4, atol=1e-4)
+
+
+def test_layer_times_join_the_layer_table(gpt):
+    model, info = gpt
+    exe = tp.compile(model, args=[info], engine="onnxruntime")
+    times = exe._compiled.layer_times(iters=3)
+    names = {layer.name for layer in exe.layers}
+    assert times and all(r["name"] in names and r["calls"] == 4 and r["total_ms"] >= 0 for r in times)
+    assert times == sorted(times, key=lambda r: -r["total_ms"])
+    assert any(r["source_lines"] for r in times)
+    assert exe._compiled.sessions_built == 1  # the profiling session is a separate one
+
+
+def test_run_time_error_names_the_user_line():
+    f = lambda x, s: tp.reshape(x, (-1, s))  # noqa: E731  (6 * n elements do not split into s=4 columns)
+    args = [tp.InputInfo(((1, 2, 3), 6), F32), tp.DimensionInputInfo((1, 2, 4))]
+    exe = tp.compile(f, args=args, engine="onnxruntime")
+    with pytest.raises(tp.TripyException, match="onnxruntime engine: run failed") as err:
+        exe(tp.Tensor(np.ones((1, 6), np.float32)), tp.DimensionSize(4))
+    assert "test_onnx_engine.py" in str(err.value)
+    # the Executable's own argument checks come first, as on every engine
+    with pytest.raises(tp.TripyException, match="outside the bounds"):
+        exe(tp.Tensor(np.ones((5, 6), np.float32)), tp.DimensionSize(2))
+
+
+def test_plugin_is_a_build_error_at_the_user_line():
+    def f(x):
+        return tp.plugin("CustomGeluPluginDynamic", [x], output_info=[(2, F32)], version="1")
+
+    with pytest.raises(tp.TripyException, match="plugins need TensorRT") as err:
+        tp.compile(f, args=[tp.InputInfo((2, 3), F32)], engine="onnxruntime")
+    assert "test_onnx_engine.py" in str(err.value) and "engine='tensorrt'" in str(err.value)
