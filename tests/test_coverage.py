@@ -58,7 +58,7 @@ def test_examples_run_on_the_reference_engine(coverage, rows):
             assert np.asarray(t.eval()).shape == tuple(t.trace_tensor.shape), r.name
 
 
-@pytest.mark.parametrize("engine", ["reference", "xla", "tensorrt"])
+@pytest.mark.parametrize("engine", ["reference", "xla", "tensorrt", "onnxruntime"])
 def test_engine_tables_cover_every_emitted_mlir_op(coverage, rows, engine):
     """Lists the MLIR ops our lowering emits that the engine's table still lacks."""
     table = coverage.engine_tables()[engine]

@@ -19,8 +19,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tripy_lab.engine.onnx_lowering import onnx_elem
-
 LOW_FLOATS = {"f16", "bf16", "f8E4M3FN", "f4E2M1FN"}
 INTS = {"i4", "i8", "ui8", "i32", "i64", "ui32"}
 INT64_MIN = -(2**63)

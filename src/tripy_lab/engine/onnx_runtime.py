@@ -210,7 +210,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
                 sources.append(sorted({low.tensor_origin[o] for o in node.output if o in low.tensor_origin}))
         # nodes onnxruntime made from scratch (shared shape computations): the ops of their first consumer
         consumer = {t: k for k, node in reversed(list(enumerate(nodes))) for t in node.input}
-        for k, node in enumerate(nodes):
+        for k in range(len(nodes)):
             seen = set()
             j = k
             while not sources[k] and j not in seen:

@@ -43,11 +43,31 @@ def mlir_tab(lowered, generic: bool = False, error_op: str | None = None) -> tup
     return head + views.mlir_html(text, marked), lines
 
 
+def profile_text(built) -> str:
+    """Whether this build covers the whole shape profile or specializes per shape (issue 11)."""
+    r = built.report
+    if r.engine in ("onnxruntime", "tensorrt"):
+        return "one build covers the whole profile: every shape in min..max runs without another build"
+    if r.engine == "xla":
+        shapes = r.cache.get("shapes_built", [])
+        return (f"specializes per shape: XLA compiles each new shape on first use; built so far "
+                f"({len(shapes)}): {'; '.join(shapes) or 'none'}")
+    return "interprets every shape (no build)"
+
+
+def export_commands(built) -> list[tuple[str, str]]:
+    """The trtexec / polygraphy lines for the program's profile (``exe.trtexec_command()``)."""
+    from tripy_lab.engine.onnx_export import polygraphy_command, trtexec_command
+
+    program = built.lowered.program
+    return [("trtexec", trtexec_command(program)), ("polygraphy", polygraphy_command(program))]
+
+
 def engine_tab(built) -> str:
     r = built.report
     info = [("engine", r.engine), ("why", r.reason), ("device", r.device),
             ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
-            ("layers", len(built.layers))]
+            ("profile", profile_text(built)), ("layers", len(built.layers))]
     info += [(f"cache: {k}", v) for k, v in r.cache.items()]
     rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{html.escape(str(k))}</th>"
                    f"<td>{html.escape(str(v))}</td></tr>" for k, v in info)
@@ -55,6 +75,10 @@ def engine_tab(built) -> str:
     extra = "".join(f"<details><summary>{html.escape(name)}</summary><pre style='font-size:11px'>"
                     f"{html.escape(text)}</pre></details>" for name, text in r.extra_stages.items())
     table = views.frame_html(views.layers_frame(built.layers))
+    cmds = "".join(f"<div><b>{name}</b> <code style='font-size:11px'>{html.escape(cmd)}</code></div>"
+                   for name, cmd in export_commands(built))
+    extra += ("<details><summary>ONNX export (exe.export_onnx(path)) and TensorRT command lines</summary>"
+              f"<div style='font-size:12px'>{cmds}</div></details>")
     return (
         '<div class="tripy-engine"><h4 style="margin:4px 0">'
         f"Engine: <code>{html.escape(r.engine)}</code></h4>"
