@@ -114,6 +114,13 @@ class OnnxLowering:
         return seen
 
 
+# ONNX ops that only move data -> which inputs are the data ("all": every input)
+_MOVEMENT: dict[str, object] = {"Reshape": [0], "Expand": [0], "Identity": [0], "Transpose": [0], "Concat": "all",
+                                "Slice": [0], "Gather": [0], "Squeeze": [0], "Unsqueeze": [0], "Where": [1, 2],
+                                "Tile": [0]}
+_CARRIER_ELEM = {"bf16": "f32", "f8E4M3FN": "f32", "f4E2M1FN": "f32", "i4": "i8"}
+
+
 class OpLowering:
     """What a table entry may ask while it lowers one MLIR op (``onnx_ops``' ``ctx``)."""
 
@@ -167,7 +174,31 @@ class OpLowering:
 
     # --- emitting
     def node(self, op_type: str, inputs, outputs: int = 1, **attrs) -> str | list[str]:
-        """Emit one ONNX node; returns its output name (a list when ``outputs`` > 1)."""
+        """Emit one ONNX node; returns its output name (a list when ``outputs`` > 1).
+
+        Data-movement nodes on bf16/f8/f4/int4 data (onnxruntime has no kernels for those types) run on the
+        exact carrier type between two Casts; the graph stays typed as the program says.
+        """
+        data = _MOVEMENT.get(op_type)
+        if data is not None:
+            data = [k for k in (range(len(inputs)) if data == "all" else data) if k < len(inputs)]
+            elem = self.b.elem_of.get(inputs[data[0]]) if data else None
+            carrier = _CARRIER_ELEM.get(elem)
+            if carrier is not None:
+                inputs = list(inputs)
+                for k in data:
+                    inputs[k] = self._emit("Cast", [inputs[k]], 1, {"to": onnx_elem(carrier)})
+                out = self._emit(op_type, inputs, 1, attrs)
+                out = self._emit("Cast", [out], 1, {"to": onnx_elem(elem)})
+                self.b.elem_of[out] = elem
+                return out
+            out = self._emit(op_type, inputs, outputs, attrs)
+            if elem is not None and outputs == 1:
+                self.b.elem_of[out] = elem
+            return out
+        return self._emit(op_type, inputs, outputs, attrs)
+
+    def _emit(self, op_type: str, inputs, outputs: int, attrs: dict) -> str | list[str]:
         from onnx import helper
 
         self._n += 1
@@ -208,6 +239,7 @@ class _GraphBuilder:
         self.inits: list = []
         self._init_keys: dict[tuple, str] = {}
         self.names: dict = {}  # MLIR SSA value -> ONNX tensor name
+        self.elem_of: dict[str, str] = {}  # ONNX tensor name -> MLIR element type, where known
         self.node_origin: dict[str, int] = {}
         self.tensor_origin: dict[str, int] = {}
 
@@ -231,6 +263,7 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
 
     from tripy_lab.engine.onnx_ops import TABLE
     from tripy_lab.engine.xla import loc_name
+    from tripy_lab.mlir.attrs import elem_of, shape_of
 
     b = _GraphBuilder(program)
     main = program.main()
@@ -238,8 +271,6 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
     arg_names = list(program.arg_names) or [f"arg{i}" for i in range(len(block_args))]
     inputs, dim_params = [], {}
     for name, arg in zip(arg_names, block_args):
-        from tripy_lab.mlir.attrs import elem_of, shape_of
-
         info = program.input_infos.get(name)
         shape = shape_of(arg.type)
         elem = elem_of(arg.type)
@@ -252,6 +283,7 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
             dim_params[name] = [d if isinstance(d, str) else None for d in dims]
         inputs.append(helper.make_tensor_value_info(name, onnx_elem(elem), dims))
         b.names[arg] = name
+        b.elem_of[name] = elem
 
     op_info: dict[int, tuple[str, str, str]] = {}
     missing = sorted({op.name for op in program.ops() if op.name not in TABLE})
@@ -271,24 +303,35 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
             raise ctx.error(f"{type(exc).__name__}: {exc}") from exc
         for res, out in zip(op.results, results):
             b.names[res] = out
+            b.elem_of[out] = elem_of(res.type)
 
     ret = main.body.block.last_op
     outputs, out_names = [], []
     raw = list(program.output_names) or [f"out{i}" for i in range(len(ret.operands))]
+    produced = {o: node for node in b.nodes for o in node.output}
     for k, (name, v) in enumerate(zip(raw, ret.operands)):
-        from tripy_lab.mlir.attrs import elem_of, shape_of
-
         oname = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or f"out{k}"
         if oname in out_names or oname in arg_names:
             oname = f"{oname}_{k}"
         src = b.names[v]
-        origin = b.tensor_origin.get(src)
-        b.nodes.append(helper.make_node("Identity", [src], [oname], name=f"output {oname}"))
-        if origin is not None:
-            b.node_origin[f"output {oname}"] = origin
+        node = produced.pop(src, None)
+        if node is not None:  # the producing node writes the graph output itself (no Identity)
+            node.output[list(node.output).index(src)] = oname
+            for other in b.nodes:
+                for j, i in enumerate(other.input):
+                    if i == src:
+                        other.input[j] = oname
+            if src in b.tensor_origin:
+                b.tensor_origin[oname] = b.tensor_origin[src]
+            for later in ret.operands[k + 1:]:  # the same value returned twice: later outputs copy this one
+                if b.names[later] == src:
+                    b.names[later] = oname
+        else:
+            b.nodes.append(helper.make_node("Identity", [src], [oname], name=f"output {oname}"))
+            if src in b.tensor_origin:
+                b.node_origin[f"output {oname}"] = b.tensor_origin[src]
         out_names.append(oname)
-        outputs.append(helper.make_tensor_value_info(
-            oname, onnx_elem(elem_of(v.type)), list(shape_of(v.type))))
+        outputs.append(helper.make_tensor_value_info(oname, onnx_elem(elem_of(v.type)), list(shape_of(v.type))))
     graph = helper.make_graph(b.nodes, graph_name, inputs, outputs, b.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="tripy-lab",
                               ir_version=IR_VERSION)

@@ -246,17 +246,19 @@ def _slice(op, ctx):
     if rank == 0:
         return [ctx.node("Identity", [x])]
     if mode == "kDEFAULT" and stride_v is not None and np.all(stride_v != 0):
-        # ONNX Slice: end = start + size * stride; a negative end of a negative stride means "before 0"
-        # (ONNX would count it from the back), so it becomes INT64_MIN
+        # ONNX Slice: end = start + size * stride; a negative end of a non-empty negative-stride slice means
+        # "down to index 0" (ONNX would count it from the back), so it becomes INT64_MIN
         if start_v is not None and size_v is not None:
             end_v = start_v + size_v * stride_v
-            end_v = np.where((stride_v < 0) & (end_v < 0), INT64_MIN, end_v)
+            end_v = np.where((stride_v < 0) & (end_v < 0) & (size_v > 0), INT64_MIN, end_v)
             end = ctx.ints(end_v)
         else:
             end = ctx.node("Add", [start, ctx.node("Mul", [size, stride])])
             if np.any(stride_v < 0):
-                neg = ctx.node("And", [ctx.node("Less", [stride, ctx.ints([0] * rank)]),
-                                       ctx.node("Less", [end, ctx.ints([0] * rank)])])
+                zeros = ctx.ints([0] * rank)
+                neg = ctx.node("And", [ctx.node("And", [ctx.node("Less", [stride, zeros]),
+                                                        ctx.node("Less", [end, zeros])]),
+                                       ctx.node("Greater", [size, zeros])])
                 end = ctx.node("Where", [neg, ctx.ints([INT64_MIN] * rank), end])
         return [ctx.node("Slice", [x, start, end, ctx.ints(range(rank)), stride])]
     return [_slice_gather(op, ctx, x, rank, (start, start_v), (size, size_v), (stride, stride_v), mode)]
@@ -580,39 +582,99 @@ def _pooling(op, ctx):
     return [_back(ctx, y, cur, elem)]
 
 
-_COORD = {"kHALF_PIXEL": "half_pixel", "kALIGN_CORNERS": "align_corners", "kASYMMETRIC": "asymmetric"}
-_NEAREST = {"kFLOOR": "floor", "kCEIL": "ceil", "kHALF_UP": "round_prefer_ceil", "kHALF_DOWN": "round_prefer_floor"}
+_ROUNDING = {"kFLOOR": "floor", "kCEIL": "ceil", "kHALF_UP": "half_up", "kHALF_DOWN": "half_down"}
 
 
-def _resize(op, ctx, mode: str):
+def _resize(op, ctx, method: str):
+    """Separable resize, one dim at a time, as Gathers with in-graph coordinates (like the reference): ONNX
+    Resize in onnxruntime interpolates only the innermost 2 (or 3) dims, TensorRT's resize every dim."""
     x, elem = ctx.operand("input"), ctx.elem(op.input)
-    coord = _COORD.get(ctx.attr("coordinateTransformation", "kHALF_PIXEL"), "half_pixel")
-    if coord == "half_pixel" and ctx.attr("selectorForSinglePixel", "kFORMULA") == "kUPPER":
-        coord = "pytorch_half_pixel"  # a 1-pixel output reads input coordinate 0
-    attrs = {"mode": mode, "coordinate_transformation_mode": coord}
-    if mode == "nearest":
-        attrs["nearest_mode"] = _NEAREST[ctx.attr("nearestRounding", "kFLOOR")]
-        cur = elem
-        if elem not in ("f32", "i8", "ui8", "i32"):
-            x, cur = ctx.cast(x, "f32"), "f32"
-    else:
-        x, cur = (ctx.cast(x, "f32"), "f32") if elem != "f32" else (x, elem)
-        if mode == "cubic":
-            attrs["cubic_coeff_a"] = float(ctx.attr("cubicCoeff", -0.75))
-    out_shape = ctx.operand("output_shape")
-    scales = ctx.attr("scales", None)
-    if out_shape is not None:
-        y = ctx.node("Resize", [x, "", "", _i64(ctx, out_shape, ctx.elem(op.output_shape))], **attrs)
-    elif scales:
-        y = ctx.node("Resize", [x, "", ctx.const(np.asarray(scales, np.float32))], **attrs)
-    else:
-        shape = ctx.result_shape()
-        if any(d is None for d in shape):
-            raise ctx.error("the result type has unknown dims and there is neither 'output_shape' nor 'scales'.")
-        y = ctx.node("Resize", [x, "", "", ctx.ints(shape)], **attrs)
-    if elem in INTS and cur != elem:
+    rank = len(ctx.shape(op.input))
+    shape_v, scales = ctx.operand("output_shape"), ctx.attr("scales", None)
+    if shape_v is not None:
+        shape_v, scales = _i64(ctx, shape_v, ctx.elem(op.output_shape)), None
+    elif not scales and any(d is None for d in ctx.result_shape()):
+        raise ctx.error("the result type has unknown dims and there is neither 'output_shape' nor 'scales'.")
+    mode = ctx.attr("coordinateTransformation", "kHALF_PIXEL")
+    upper = ctx.attr("selectorForSinglePixel", "kFORMULA") == "kUPPER"
+    coeff = float(ctx.attr("cubicCoeff", -0.75))
+    f64 = lambda v: _scalar(ctx, v, "f64")  # noqa: E731
+    i64 = lambda v: ctx.const(np.asarray(v, np.int64))  # noqa: E731
+    y = x if method == "nearest" else ctx.cast(x, "f64")
+    for d in range(rank):
+        scale = float(scales[d]) if scales else None
+        if scale == 1.0:
+            continue
+        n_in = _dim(ctx, x, d)
+        if shape_v is not None:
+            n_out = ctx.node("Gather", [shape_v, i64(d)], axis=0)
+        elif scale is not None:
+            n_out = ctx.cast(ctx.node("Floor", [ctx.node("Mul", [ctx.cast(n_in, "f64"), f64(scale)])]), "i64")
+        else:
+            n_out = i64(ctx.result_shape()[d])
+        n_in_f, n_out_f = ctx.cast(n_in, "f64"), ctx.cast(n_out, "f64")
+        pos = ctx.node("Range", [f64(0.0), n_out_f, f64(1.0)])
+        ratio = f64(1.0 / scale) if scale else ctx.node("Div", [n_in_f, n_out_f])
+        if mode == "kALIGN_CORNERS":
+            span = ctx.node("Div", [ctx.node("Sub", [n_in_f, f64(1.0)]),
+                                    ctx.node("Max", [ctx.node("Sub", [n_out_f, f64(1.0)]), f64(1.0)])])
+            c = ctx.node("Where", [ctx.node("Greater", [n_out, i64(1)]), ctx.node("Mul", [pos, span]), f64(0.0)])
+        elif mode == "kASYMMETRIC":
+            c = ctx.node("Mul", [pos, ratio])
+        else:
+            c = ctx.node("Sub", [ctx.node("Mul", [ctx.node("Add", [pos, f64(0.5)]), ratio]), f64(0.5)])
+        if upper:
+            c = ctx.node("Where", [ctx.node("Equal", [n_out, i64(1)]), f64(0.0), c])
+        last = ctx.node("Sub", [n_in, i64(1)])
+        axes = [k for k in range(rank) if k != d]
+
+        def along(v, axes=axes):  # a [n_out] vector broadcast along dim d
+            return ctx.node("Unsqueeze", [v, ctx.ints(axes)]) if axes else v
+
+        def take(idx, y=y, last=last, d=d):  # the input along d at clamped indices
+            return ctx.node("Gather", [y, ctx.node("Max", [ctx.node("Min", [idx, last]), i64(0)])], axis=d)
+
+        if method == "nearest":
+            rnd = _ROUNDING[ctx.attr("nearestRounding", "kFLOOR")]
+            i = (ctx.node("Floor", [c]) if rnd == "floor" else ctx.node("Ceil", [c]) if rnd == "ceil"
+                 else ctx.node("Floor", [ctx.node("Add", [c, f64(0.5)])]) if rnd == "half_up"
+                 else ctx.node("Ceil", [ctx.node("Sub", [c, f64(0.5)])]))
+            y = take(ctx.cast(i, "i64"))
+        elif method == "linear":
+            c = ctx.node("Max", [ctx.node("Min", [c, ctx.cast(last, "f64")]), f64(0.0)])
+            lo = ctx.node("Floor", [c])
+            frac = along(ctx.node("Sub", [c, lo]))
+            i0 = ctx.cast(lo, "i64")
+            a, b = take(i0), take(ctx.node("Add", [i0, i64(1)]))
+            y = ctx.node("Add", [ctx.node("Mul", [a, ctx.node("Sub", [f64(1.0), frac])]), ctx.node("Mul", [b, frac])])
+        else:  # Keys' cubic convolution over the 4 neighbours, edge indices clamped
+            lo = ctx.node("Floor", [c])
+            t = ctx.node("Sub", [c, lo])
+            i0 = ctx.cast(lo, "i64")
+            acc = None
+            for k, dist in zip(range(-1, 3), (ctx.node("Add", [t, f64(1.0)]), t, ctx.node("Sub", [f64(1.0), t]),
+                                              ctx.node("Sub", [f64(2.0), t]))):
+                w = along(_cubic_weight(ctx, dist, coeff, near=k in (0, 1)))
+                term = ctx.node("Mul", [take(ctx.node("Add", [i0, i64(k)])), w])
+                acc = term if acc is None else ctx.node("Add", [acc, term])
+            y = acc
+    if method == "nearest":
+        return [y if y != x else ctx.node("Identity", [x])]
+    if elem in INTS:
         y = ctx.node("Round", [y])
-    return [_back(ctx, y, cur, elem)]
+    return [ctx.cast(y, elem)]
+
+
+def _cubic_weight(ctx, s: str, a: float, near: bool) -> str:
+    """((a+2)s - (a+3))s^2 + 1 for |s| <= 1, ((as - 5a)s + 8a)s - 4a for 1 < |s| < 2."""
+    def k(v):
+        return _scalar(ctx, v, "f64")
+
+    if near:
+        inner = ctx.node("Sub", [ctx.node("Mul", [k(a + 2), s]), k(a + 3)])
+        return ctx.node("Add", [ctx.node("Mul", [ctx.node("Mul", [inner, s]), s]), k(1.0)])
+    inner = ctx.node("Add", [ctx.node("Mul", [ctx.node("Sub", [ctx.node("Mul", [k(a), s]), k(5 * a)]), s]), k(8 * a)])
+    return ctx.node("Sub", [ctx.node("Mul", [inner, s]), k(4 * a)])
 
 
 TABLE["tensorrt.resize_nearest"] = lambda op, ctx: _resize(op, ctx, "nearest")
@@ -655,13 +717,13 @@ def _quantize(op, ctx):
     scale = ctx.cast(scale, "f32") if ctx.elem(op.scale) != "f32" else scale
     from tripy_lab.mlir.attrs import NUMPY_DTYPES
 
-    zero = ctx.const(np.zeros((), NUMPY_DTYPES[out]))
     attrs = _q_attrs(ctx, ctx.shape(op.input), ctx.shape(op.scale))
     if attrs.get("block_size") is None and attrs and len(ctx.shape(op.scale)) > 1:
         raise ctx.error("per-channel scales must be 1-D.")
-    zp_shape = ctx.shape(op.scale)
-    if zp_shape:  # the zero point has the scale's shape
-        zero = ctx.node("Expand", [zero, ctx.node("Shape", [scale])])
+    zp_shape = ctx.shape(op.scale)  # the zero point has the scale's shape (and carries the output type)
+    if any(d is None for d in zp_shape):
+        raise ctx.error(f"the scale needs a static shape for the ONNX zero point, got {zp_shape}.")
+    zero = ctx.const(np.zeros(zp_shape, NUMPY_DTYPES[out]))
     return [ctx.node("QuantizeLinear", [x, scale, zero], **attrs)]
 
 

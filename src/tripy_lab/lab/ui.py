@@ -13,7 +13,8 @@ from tripy_lab.lab.session import Session
 
 TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk")
 _KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk")
-ENGINES = ["default", "reference", "xla", "onnxruntime", "tensorrt"]  # "default": tp.config.engine, else the best installed
+# "default": tp.config.engine, else the best installed
+ENGINES = ["default", "reference", "xla", "onnxruntime", "tensorrt"]
 CSS = """<style>
 .tripy-stale { opacity: 0.55; }
 .tripy-lab .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; max-width: none; min-width: 90px; }
