@@ -195,3 +195,14 @@ def test_plugin_is_a_build_error_at_the_user_line():
     with pytest.raises(tp.TripyException, match="plugins need TensorRT") as err:
         tp.compile(f, args=[tp.InputInfo((2, 3), F32)], engine="onnxruntime")
     assert "test_onnx_engine.py" in str(err.value) and "engine='tensorrt'" in str(err.value)
+
+
+def test_table_has_a_row_for_every_mlir_op():
+    """Every op of the tensorrt dialect (but the loop terminator) has a lowering; the two that cannot be
+    expressed raise at build time with the reason (plugins; gather numBroadcastDims != 0)."""
+    from tripy_lab.engine import onnx_ops
+    from tripy_lab.engine.reference import TABLE as REFERENCE
+    from tripy_lab.mlir.dialect import TENSORRT_OPS
+
+    assert set(TENSORRT_OPS) - {"tensorrt.yield"} == set(onnx_ops.TABLE)
+    assert set(REFERENCE) <= set(onnx_ops.TABLE)
