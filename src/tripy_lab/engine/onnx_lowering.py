@@ -237,23 +237,31 @@ class _GraphBuilder:
         self.program = program
         self.nodes: list = []
         self.inits: list = []
-        self._init_keys: dict[tuple, str] = {}
+        self._init_keys: dict[tuple, list] = {}
         self.names: dict = {}  # MLIR SSA value -> ONNX tensor name
         self.elem_of: dict[str, str] = {}  # ONNX tensor name -> MLIR element type, where known
         self.node_origin: dict[str, int] = {}
         self.tensor_origin: dict[str, int] = {}
 
     def initializer(self, array: np.ndarray) -> str:
+        """The initializer holding ``array``; an equal array (a weight shared by two layers) reuses it.
+
+        Candidates are found by dtype, shape and a strided sample of the values (cheap for 100 MB weights),
+        then confirmed by a full comparison.
+        """
         from onnx import numpy_helper
 
         array = np.asarray(array, order="C")  # (not ascontiguousarray: it makes 0-d arrays 1-d)
-        digest = hashlib.blake2b(array.tobytes(), digest_size=16).hexdigest()
+        flat = array.reshape(-1)
+        sample = flat[:: max(1, flat.size // 1024)]
+        digest = hashlib.blake2b(sample.tobytes() + flat[-1:].tobytes(), digest_size=16).hexdigest()
         key = (array.dtype.str, array.dtype.name, array.shape, digest)
-        name = self._init_keys.get(key)
-        if name is None:
-            name = f"const_{len(self._init_keys)}"
-            self._init_keys[key] = name
-            self.inits.append(numpy_helper.from_array(array, name))
+        for name, seen in self._init_keys.get(key, ()):
+            if seen is array or np.array_equal(seen, array):
+                return name
+        name = f"const_{len(self.inits)}"
+        self._init_keys.setdefault(key, []).append((name, array))
+        self.inits.append(numpy_helper.from_array(array, name))
         return name
 
 
