@@ -206,3 +206,31 @@ def test_table_has_a_row_for_every_mlir_op():
 
     assert set(TENSORRT_OPS) - {"tensorrt.yield"} == set(onnx_ops.TABLE)
     assert set(REFERENCE) <= set(onnx_ops.TABLE)
+
+
+def test_named_dimensions_share_one_dim_param(tmp_path):
+    n = tp.NamedDimension("n", 1, 3, 6)
+    args = [tp.InputInfo((n, 4), F32), tp.InputInfo((n, (2, 3, 5)), F32)]
+    exe = tp.compile(lambda a, b: tp.sum(a, dim=1) + tp.sum(b, dim=1), args=args, engine="onnxruntime")
+    model = onnx.load(exe.export_onnx(str(tmp_path / "n.onnx")))
+    dims = [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input]
+    assert dims == [["n", 4], ["n", "b_1"]]
+
+
+def test_tensorrt_provider_gets_the_profile_as_its_options(monkeypatch):
+    """Not runnable here (no TensorRT): the provider list and the documented profile options."""
+    import importlib.util
+
+    from tripy_lab.engine import onnx_runtime
+
+    monkeypatch.setattr(ort, "get_available_providers",
+                        lambda: ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"])
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "tensorrt" else real(name, *a))
+    args = [tp.InputInfo(((1, 2, 4), 6), F32), tp.InputInfo((3, (1, 5, 9)), F32)]
+    program = tp.pipeline.trace(lambda x, y: x, args=args).lower().program
+    providers = onnx_runtime.choose_providers(program)
+    assert providers == [("TensorrtExecutionProvider", {"trt_profile_min_shapes": "x:1x6,y:3x1",
+                                                        "trt_profile_opt_shapes": "x:2x6,y:3x5",
+                                                        "trt_profile_max_shapes": "x:4x6,y:3x9"}),
+                         "CUDAExecutionProvider", "CPUExecutionProvider"]

@@ -355,7 +355,7 @@ def tensor_types(model) -> dict[str, tuple[tuple[int | None, ...], str]]:
     """Tensor name -> (shape with None for symbolic dims, dtype name), from ONNX shape inference."""
     from onnx import TensorProto, shape_inference
 
-    inferred = shape_inference.infer_shapes(model)
+    inferred = shape_inference.infer_shapes(model, data_prop=True)  # shapes computed from Shape ops too
     out = {}
     g = inferred.graph
     for vi in list(g.input) + list(g.value_info) + list(g.output):

@@ -476,6 +476,15 @@ def _normalization(op, ctx):
     x = ctx.cast(x, "f32") if elem != "f32" else x
     scale = ctx.cast(scale, "f32") if ctx.elem(op.scale) != "f32" else scale
     bias = ctx.cast(bias, "f32") if ctx.elem(op.bias) != "f32" else bias
+    s_shape, b_shape = ctx.shape(op.scale), ctx.shape(op.bias)
+    last = shape_in[-1] if shape_in else None
+    if (groups == 1 and axes in ([len(shape_in) - 1], [-1]) and last is not None
+            and all(tuple(t) == (1,) * (len(t) - 1) + (last,) for t in (s_shape, b_shape))):
+        # a layer norm over the last dim: ONNX LayerNormalization (onnxruntime's fused kernel)
+        flat = ctx.ints([-1])
+        y = ctx.node("LayerNormalization", [x, ctx.node("Reshape", [scale, flat]), ctx.node("Reshape", [bias, flat])],
+                     axis=-1, epsilon=eps)
+        return [_back(ctx, y, "f32", elem)]
     orig = x
     if groups > 1:  # statistics per (sample, group): [N, G, C/G * rest]
         x = ctx.node("Reshape", [x, ctx.ints([0, groups, -1])])
