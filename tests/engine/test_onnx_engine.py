@@ -2,7 +2,11 @@
 a plain onnxruntime session runs with the reference's numbers, symbolic dims, shared initializers, node
 names that map back to user lines, layer table and per-layer times, errors at the user's line."""
 
-import math
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,58 +16,27 @@ import tripy_lab as tp
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
+ROOT = Path(__file__).resolve().parents[2]
 F32 = tp.float32
 rng = np.random.default_rng(0)
 
 
-class Attention(tp.Module):
-    """A nanoGPT block: causal self-attention + MLP, pre-LayerNorm, dynamic batch and sequence length."""
-
-    def __init__(self, d, heads):
-        super().__init__()
-        self.d, self.h = d, heads
-        self.ln1, self.ln2 = tp.LayerNorm(d), tp.LayerNorm(d)
-        self.qkv, self.proj = tp.Linear(d, 3 * d), tp.Linear(d, d)
-        self.fc, self.out = tp.Linear(d, 4 * d), tp.Linear(4 * d, d)
-
-    def forward(self, x):
-        b, t = x.shape[0], x.shape[1]
-        hd = self.d // self.h
-        qkv = tp.permute(tp.reshape(self.qkv(self.ln1(x)), (b, t, 3, self.h, hd)), (2, 0, 3, 1, 4))
-        q, k, v = qkv[0], qkv[1], qkv[2]
-        att = (q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(hd))
-        mask = tp.tril(tp.ones((t, t), dtype=tp.bool))
-        att = tp.softmax(tp.masked_fill(att, ~mask, float("-inf")), dim=-1)
-        x = x + self.proj(tp.reshape(tp.permute(att @ v, (0, 2, 1, 3)), (b, t, self.d)))
-        return x + self.out(tp.gelu(self.fc(self.ln2(x))))
-
-
-class NanoGPT(tp.Module):
-    def __init__(self, vocab=50, ctx=16, d=32, heads=4, layers=2):
-        super().__init__()
-        self.wte, self.wpe = tp.Embedding(vocab, d), tp.Embedding(ctx, d)
-        self.blocks = [Attention(d, heads) for _ in range(layers)]
-        self.ln = tp.LayerNorm(d)
-
-    def forward(self, idx):
-        t = idx.shape[1]
-        x = self.wte(idx) + self.wpe(tp.arange(t, dtype=tp.int32))
-        for block in self.blocks:
-            x = block(x)
-        return self.ln(x) @ tp.transpose(self.wte.weight, 0, 1)  # tied weights: one initializer
-
-
-def randomize(module, seed=0):
-    r = np.random.default_rng(seed)
-    for name, p in module.state_dict().items():
-        module.load_state_dict({name: tp.Tensor((r.standard_normal(p.shape) * 0.2).astype(np.float32))},
-                               strict=False)
+def _bench():
+    """benchmarks/bench_onnx.py: its nanoGPT (causal attention, MLP, tied embedding) is the model here."""
+    spec = importlib.util.spec_from_file_location("bench_onnx", ROOT / "benchmarks" / "bench_onnx.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module
+
+
+bench = _bench()
+MODEL_FILE = "bench_onnx.py:"
 
 
 @pytest.fixture(scope="module")
 def gpt():
-    model = randomize(NanoGPT())
+    model = bench.GPT(vocab=50, ctx=16, d=32, heads=4, layers=2)
+    bench.randomize(model)
     info = tp.InputInfo((tp.NamedDimension("batch", 1, 2, 3), (1, 8, 16)), tp.int32)
     return model, info
 
@@ -110,10 +83,19 @@ def test_export_checks_and_runs_outside_tripy_lab(gpt, tmp_path):
     # the tied embedding is one initializer, used by the gather and the final matmul
     sizes = [tuple(i.dims) for i in loaded.graph.initializer]
     assert sizes.count((50, 32)) == 1
-    plain = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    for b, t in ((1, 1), (2, 8), (3, 16)):  # min, opt, max
-        x = ids(b, t, seed=t)
-        (out,) = plain.run(None, {"idx": np.asarray(x)})
+    # a plain onnxruntime session in a fresh interpreter that never imports tripy_lab
+    cases = {f"x{t}": np.asarray(ids(b, t, seed=t)) for b, t in ((1, 1), (2, 8), (3, 16))}  # min, opt, max
+    np.savez(tmp_path / "in.npz", **cases)
+    script = ("import sys, numpy as np, onnxruntime as ort\n"
+              f"s = ort.InferenceSession({path!r}, providers=['CPUExecutionProvider'])\n"
+              f"ins = np.load({str(tmp_path / 'in.npz')!r})\n"
+              f"np.savez({str(tmp_path / 'out.npz')!r}, **{{k: s.run(None, {{'idx': ins[k]}})[0] for k in ins}})\n"
+              "assert 'tripy_lab' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""})
+    outs = np.load(tmp_path / "out.npz")
+    for b, t in ((1, 1), (2, 8), (3, 16)):
+        x = tp.Tensor(cases[f"x{t}"])
+        out = outs[f"x{t}"]
         want = np.asarray(ref(x))
         assert out.shape == want.shape == (b, t, 50)
         np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
@@ -157,7 +139,7 @@ def test_optimization_levels_and_layer_table(gpt):
     unfused, fused = exes[0].layers, exes[3].layers
     assert len(fused) < len(unfused)  # onnxruntime fused nodes at level 3
     # every layer maps back to trace ops and this file's lines; fused nodes to several MLIR ops
-    assert all(layer.source_lines and all("test_onnx_engine.py:" in s for s in layer.source_lines)
+    assert all(layer.source_lines and all(MODEL_FILE in s for s in layer.source_lines)
                for layer in fused if not layer.name.startswith("output"))
     assert any(len(layer.mlir_ops) > 1 and "Fusion" in layer.name
                for layer in fused)
@@ -219,14 +201,13 @@ def test_named_dimensions_share_one_dim_param(tmp_path):
 
 def test_tensorrt_provider_gets_the_profile_as_its_options(monkeypatch):
     """Not runnable here (no TensorRT): the provider list and the documented profile options."""
-    import importlib.util
-
     from tripy_lab.engine import onnx_runtime
 
     monkeypatch.setattr(ort, "get_available_providers",
                         lambda: ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"])
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "tensorrt" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "tensorrt" else real(name, *a))
     args = [tp.InputInfo(((1, 2, 4), 6), F32), tp.InputInfo((3, (1, 5, 9)), F32)]
     program = tp.pipeline.trace(lambda x, y: x, args=args).lower().program
     providers = onnx_runtime.choose_providers(program)
