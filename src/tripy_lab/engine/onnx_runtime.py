@@ -17,6 +17,9 @@ Providers: ``TensorrtExecutionProvider`` when onnxruntime-gpu offers it and ``te
 optimization profile is the InputInfo bounds: ``trt_profile_min_shapes`` / ``trt_profile_opt_shapes`` /
 ``trt_profile_max_shapes``; never run by us), else ``CUDAExecutionProvider`` when offered, then CPU.
 
+``run`` takes numpy arrays or anything ``np.asarray`` reads (device arrays are copied to the host) and
+returns host numpy arrays on every provider (no IOBinding of device buffers yet).
+
 The layer table comes from the session's optimized model (``optimized_model_filepath``): one row per node
 after onnxruntime's fusions; a fused node names every MLIR op (hence trace op and user line) whose tensors
 lie between its inputs and outputs. ``layer_times()`` runs a second, profiling session and returns
@@ -143,7 +146,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         """A TripyException at the user's line of the node onnxruntime names in its message."""
         text = str(exc).strip()
         m = _NODE_IN_ERROR.search(text)
-        index = self.lowering.node_origin.get(m.group(1)) if m else None
+        index = self.lowering.origin_of_node(m.group(1)) if m else None
         first = text.splitlines()[0] if text else type(exc).__name__
         if index is None:
             return TripyException(f"onnxruntime engine: {what}: {first}")
@@ -242,7 +245,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         """
         args = list(args) if args is not None else self.opt_inputs()
         prefix = os.path.join(self._tmp.name, "profile")
-        sess = self._session(optimized=os.path.join(self._tmp.name, "profiled.onnx"), profile_prefix=prefix)
+        sess = self._session(profile_prefix=prefix)  # same options, hence the same optimized node names
         feed = self._feed(args)
         sess.run(None, feed)  # warm-up: kernels that allocate on first use
         for _ in range(iters):
