@@ -53,7 +53,7 @@ def test_xla_rebuilds_on_an_opt_edit():
 def test_engine_tab_says_how_much_of_the_profile_a_build_covers():
     s = make("onnxruntime")
     s.refresh()
-    page = tabs.engine_tab(s.built)
+    page = tabs.EngineView.of(s.built).html()
     assert "one build covers the whole profile" in page
     assert "trtexec --onnx=model.onnx --minShapes=a:1x4,b:1x4 --optShapes=a:2x4,b:2x4" in page
     pytest.importorskip("jax")

@@ -119,6 +119,9 @@ _MOVEMENT: dict[str, object] = {"Reshape": [0], "Expand": [0], "Identity": [0], 
                                 "Slice": [0], "Gather": [0], "Squeeze": [0], "Unsqueeze": [0], "Where": [1, 2],
                                 "Tile": [0]}
 _CARRIER_ELEM = {"bf16": "f32", "f8E4M3FN": "f32", "f4E2M1FN": "f32", "i4": "i8"}
+_WHERE_ELEMS = {"f32", "f64", "i32", "i64", "ui8", None}  # onnxruntime's CPU Where kernels
+_WHERE_CARRIER = {"i1": "ui8", "f16": "f32", "bf16": "f32", "i8": "i32", "i4": "i32", "ui32": "i64",
+                  "f8E4M3FN": "f32", "f4E2M1FN": "f32"}
 
 
 class OpLowering:
@@ -184,6 +187,8 @@ class OpLowering:
             data = [k for k in (range(len(inputs)) if data == "all" else data) if k < len(inputs)]
             elem = self.b.elem_of.get(inputs[data[0]]) if data else None
             carrier = _CARRIER_ELEM.get(elem)
+            if op_type == "Where" and elem not in _WHERE_ELEMS:
+                carrier = _WHERE_CARRIER.get(elem, carrier)
             if carrier is not None:
                 inputs = list(inputs)
                 for k in data:

@@ -8,7 +8,6 @@ HTML fragment goes into the live widget (``Compare`` tab) and static HTML (``_re
 from __future__ import annotations
 
 import difflib
-import html
 import math
 from dataclasses import dataclass, field
 
@@ -16,14 +15,10 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo
 from tripy_lab.lab import tables, timing, views
+from tripy_lab.lab.html import esc  # the lab's one escaping helper
 
 CONTEXT = 3  # unchanged lines shown around each change; longer equal runs fold into one row
 COLORS = {"delete": "#fee2e2", "insert": "#dcfce7", "replace": "#fef9c3", "mark_a": "#fca5a5", "mark_b": "#86efac"}
-
-
-def esc(text) -> str:
-    """The one escaping point of this view (the project has no shared escaping helper yet)."""
-    return html.escape(str(text))
 
 
 # -- the view model ---------------------------------------------------------------------------------
