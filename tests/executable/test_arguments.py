@@ -3,6 +3,7 @@ same inputs with the same TripyException (parameter, value, expected) at the cal
 converted, wrapped or truncated (issue 8, finding 6)."""
 
 import functools
+import importlib.util
 
 import ml_dtypes
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 import tripy_lab as tp
 
-ENGINES = ["reference", "xla"]
+ENGINES = ["reference", "xla"] + (["onnxruntime"] if importlib.util.find_spec("onnxruntime") else [])
 
 
 @functools.cache
@@ -72,9 +73,9 @@ def test_every_engine_refuses_the_same_inputs_with_the_same_error(case):
     assert BAD[case][2] in text
     assert ref.location is not None and ref.location.file.endswith("test_arguments.py")
     assert "exe(*args())" in ref.location.render()
-    for other in errors[1:]:
+    for engine, other in zip(ENGINES[1:], errors[1:]):
         assert other.summary == ref.summary
-        assert [d.replace("'xla'", "'reference'") for d in other.details] == ref.details
+        assert [d.replace(f"'{engine}'", "'reference'") for d in other.details] == ref.details
 
 
 @pytest.mark.parametrize("engine", ENGINES)
