@@ -43,6 +43,16 @@ def is_user_location(loc: SourceLocation | None) -> bool:
     return loc is not None and not _is_internal(loc.file) and not _library_frame(loc.file)
 
 
+def innermost_user_location(exc: BaseException) -> SourceLocation | None:
+    """The innermost frame of ``exc``'s traceback in the user's code (where a Python error happened)."""
+    found = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        loc = SourceLocation(frame.f_code.co_filename, lineno, frame.f_code.co_name)
+        if not _hidden(frame) and is_user_location(loc):
+            found = loc
+    return found
+
+
 def relocate(exc: BaseException, fallback: SourceLocation | None) -> BaseException:
     """Point a TripyException that has no user location (raised under the magic) at ``fallback`` in the cell."""
     if isinstance(exc, TripyException) and fallback is not None and not is_user_location(exc.location):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
+import sys
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, magics_class
@@ -168,7 +170,7 @@ class TripyMagics(Magics):
             return self._tpcompile(line, cell)
         except S.SpecError as exc:
             shifted = exc.shifted("%%tpcompile ")
-            shifted.details.insert(0, f"--> In [{self.shell.execution_count}], line 1")
+            shifted.details.insert(0, f"--> In [{self._cell_number()}], line 1")
             shifted.args = (shifted._render(),)
             raise shifted from None
         except TripyException as exc:
@@ -183,6 +185,7 @@ class TripyMagics(Magics):
         shell = self.shell
         parsed = S.parse_line(line)
         filename = self._run_cell_code(line, cell)
+        self.fallback = SourceLocation(filename, 1, "<cell>")
         fname, func = find_target(cell, shell.user_ns)
         self.fallback = target_location(cell, filename, fname)
         params = runtime_params(func)
@@ -207,9 +210,24 @@ class TripyMagics(Magics):
         __tracebackhide__ = True
         shell = self.shell
         code = f"# %%tpcompile {line}\n" + shell.transform_cell(cell)
-        filename = shell.compile.cache(code, shell.execution_count, raw_code=f"%%tpcompile {line}\n{cell}")
-        exec(compile(code, filename, "exec"), shell.user_ns)  # noqa: S102 - the user's own cell
+        filename = shell.compile.cache(code, self._cell_number(), raw_code=f"%%tpcompile {line}\n{cell}")
+        compiled = compile(code, filename, "exec")
+        entry = linecache.cache.get(filename)
+        if entry and entry[2]:
+            entry[2][0] = f"%%tpcompile {line}\n"  # errors quote the magic line as typed
+        exec(compiled, shell.user_ns)  # noqa: S102 - the user's own cell
         return filename
+
+    def _cell_number(self) -> int:
+        """The running cell's execution count: the one IPython compiled the calling cell with (during a cell
+        ``shell.execution_count`` may already be the next one)."""
+        cells = getattr(self.shell.compile, "_filename_map", None) or {}
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename in cells:
+                return cells[frame.f_code.co_filename]
+            frame = frame.f_back
+        return self.shell.execution_count
 
     def _compile_plain(self, func, fname: str, exe_name: str, values: dict, parsed: S.MagicLine):
         from tripy_lab import pipeline

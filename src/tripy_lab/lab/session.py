@@ -448,10 +448,11 @@ class Session:
                 "op": self.error_op,
                 "stage": self.error_stage,
             }
+        loc = errors.innermost_user_location(exc) or self.fallback_location
         return {
             "summary": f"{type(exc).__name__}: {exc}",
             "details": [],
-            "location": "",
+            "location": loc.render() if loc else "",
             "op": self.error_op,
             "stage": self.error_stage,
         }

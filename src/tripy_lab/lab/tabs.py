@@ -33,6 +33,25 @@ def trace_tab(traced, svg: str | None, dot: str, note: str = "") -> str:
     return head + views.graph_html(svg, dot, note) + listing
 
 
+def failed_trace_tab(partial, info: dict | None) -> str:
+    """The Trace tab after a failed trace: the ops recorded up to the failing line, then where it stopped."""
+    where = (info or {}).get("location", "").splitlines()
+    stop = html.escape(where[0].removeprefix("--> ")) if where else "the failing line"
+    summary = html.escape((info or {}).get("summary", ""))
+    head = (f'<div class="tripy-partial-trace" style="font-size:12px;color:#b91c1c">Tracing stopped at '
+            f"<b>{stop}</b>: {summary}</div>")
+    if partial is None:
+        return head + '<div style="font-size:12px">No op was recorded before the error (see the Error tab).</div>'
+    n_ops = len(partial.trace.ops)
+    svg, dot, note = trace_graph(partial)
+    note_html = (f'<div style="font-size:12px;color:#374151">partial trace: the {n_ops} ops recorded before '
+                 "the error (its unused results shown as outputs)</div>")
+    text = html.escape(partial.as_text())
+    listing = (f'<details><summary style="font-size:12px">partial trace listing</summary>'
+               f'<pre style="font-size:11px">{text}</pre></details>')
+    return head + note_html + views.graph_html(svg, dot, note) + listing
+
+
 def mlir_tab(lowered, generic: bool = False, error_op: str | None = None) -> tuple[str, list]:
     """(HTML, lines) of the MLIR: profiles inlined, locations used to highlight the failing op's lines."""
     lines = crosswalk.mlir_lines(lowered, generic)

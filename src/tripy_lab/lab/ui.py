@@ -32,6 +32,12 @@ class LabWidget:
         self.status = W.HTML()
         self.build_button = W.Button(description="Build", icon="cogs", button_style="primary")
         self.build_button.on_click(lambda _: self.session.build())
+        self.cancel_button = W.Button(description="Cancel", icon="stop", button_style="danger",
+                                      tooltip="stop waiting for this build (an interrupt does the same)",
+                                      layout=W.Layout(display="none"))
+        self.cancel_button.add_class("tripy-cancel")
+        self.cancel_button.on_click(lambda _: self.session.cancel_build())
+        self.build_button.add_class("tripy-build")
         self.engine = W.Dropdown(options=ENGINES, value=session.engine or "default", description="engine",
                                  layout=W.Layout(width="200px"))
         self.level = W.Dropdown(options=list(range(6)), value=session.optimization_level, description="-O",
@@ -52,7 +58,9 @@ class LabWidget:
             child.add_class(f"tripy-tab-{key}")
         self.dirty: set[str] = set(_KEYS)
         self.svg: tuple | None = None
-        head = W.HBox([self.build_button, self.engine, self.level, self.auto_ms])
+        self._shown_error: BaseException | None = None
+        self._tab_before_error = 0
+        head = W.HBox([self.build_button, self.cancel_button, self.engine, self.level, self.auto_ms])
         self.widget = W.VBox([W.HTML(CSS + f"<b>{html.escape(title)}</b>"), editor.widget, head, self.status,
                               self.tabs])
         self.widget.add_class("tripy-lab")
@@ -83,13 +91,27 @@ class LabWidget:
         self._render_visible()
         if changed & {"stale", "status", "error"}:
             self._update_status()
+        if "error" in changed:
+            self._select_error_tab()
+
+    def _select_error_tab(self) -> None:
+        """A new error opens the Error tab; once it is fixed, the tab shown before comes back."""
+        error, index = self.session.error, _KEYS.index("error")
+        if error is not None and error is not self._shown_error:
+            if self.tabs.selected_index != index:
+                self._tab_before_error = self.tabs.selected_index or 0
+            self.tabs.selected_index = index
+        elif error is None and self._shown_error is not None and self.tabs.selected_index == index:
+            self.tabs.selected_index = self._tab_before_error
+        self._shown_error = error
 
     def _update_status(self) -> None:
         text, kind = self.session.status()
         self.status.value = views.status_html(text, kind)
         s = self.session
         self.build_button.disabled = s.building or s.lowered is None or bool(s.model.problems())
-        self.build_button.description = "building…" if self.session.building else "Build"
+        self.build_button.description = "building…" if s.building else "Build"
+        self.cancel_button.layout.display = "" if s.building else "none"
         stale = self.session.stale
         titles = []
         for key, name in zip(_KEYS, TAB_NAMES):
@@ -110,7 +132,9 @@ class LabWidget:
         start = time.perf_counter()
         s = self.session
         self.dirty.discard(key)
-        if key == "trace" and s.traced is not None:
+        if key == "trace" and s.error_stage == "trace":
+            self.panes["trace"].value = tabs.failed_trace_tab(s.partial_traced, s.error_info())
+        elif key == "trace" and s.traced is not None:
             self.svg = tabs.trace_graph(s.traced, s.error_op)
             self.panes["trace"].value = tabs.trace_tab(s.traced, *self.svg)
         elif key == "mlir" and s.lowered is not None:
