@@ -338,7 +338,11 @@ class Session:
             threading.Thread(target=job.run, name="tripy-lab-build", daemon=True).start()
             self._wait(job)
             return
-        finish = lambda: loop.call_soon_threadsafe(self._finish, job)
+
+        def finish() -> None:
+            if not job.cancelled and not loop.is_closed():  # a cancelled job's late result goes nowhere
+                loop.call_soon_threadsafe(self._finish, job)
+
         threading.Thread(target=job.run, args=(finish,), name="tripy-lab-build", daemon=True).start()
         self._hook_interrupt(job)
         loop.call_later(self.progress_seconds, self._tick, loop, job)
