@@ -13,10 +13,11 @@ IPython = pytest.importorskip("IPython")
 
 @pytest.fixture(scope="module")
 def ip():
+    from IPython import get_ipython
     from IPython.testing.globalipapp import start_ipython
 
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "tripy_lab")
+    shell = start_ipython() or get_ipython()  # one global test shell per process
+    magic.load_ipython_extension(shell)
     shell.run_cell("import tripy_lab as tp")
     yield shell
     shell.set_custom_exc((), None)

@@ -5,6 +5,7 @@ see their cell's line and the message, not a page of pipeline code. ``tp.config.
 
 from __future__ import annotations
 
+import linecache
 import os
 import traceback
 import types
@@ -33,9 +34,12 @@ def _library_frame(filename: str) -> bool:
     return _shell_frame(filename) or any(d in filename for d in _LIBRARY_DIRS)
 
 
-def _hidden(frame) -> bool:
+def _hidden(frame, lineno: int | None = None) -> bool:
     name = frame.f_code.co_filename
-    return _is_internal(name) or _library_frame(name) or bool(frame.f_locals.get("__tracebackhide__"))
+    if _is_internal(name) or _library_frame(name) or frame.f_locals.get("__tracebackhide__"):
+        return True
+    # The cell's own `get_ipython().run_cell_magic('tpcompile', ...)` line: IPython's rewrite, not the user's.
+    return lineno is not None and "run_cell_magic(" in linecache.getline(name, lineno)
 
 
 def is_user_location(loc: SourceLocation | None) -> bool:
@@ -65,7 +69,7 @@ def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | No
     """A new traceback chain without tripy-lab's (and ``__tracebackhide__``) frames."""
     kept = []
     while tb is not None:
-        if not _hidden(tb.tb_frame):
+        if not _hidden(tb.tb_frame, tb.tb_lineno):
             kept.append(tb)
         tb = tb.tb_next
     out = None
@@ -77,7 +81,7 @@ def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | No
 def count_hidden(tb: types.TracebackType | None) -> int:
     n = 0
     while tb is not None:
-        n += _hidden(tb.tb_frame)
+        n += _hidden(tb.tb_frame, tb.tb_lineno)
         tb = tb.tb_next
     return n
 

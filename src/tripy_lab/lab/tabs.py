@@ -33,15 +33,23 @@ def trace_tab(traced, svg: str | None, dot: str, note: str = "") -> str:
     return head + views.graph_html(svg, dot, note) + listing
 
 
-def failed_trace_tab(partial, info: dict | None) -> str:
-    """The Trace tab after a failed trace: the ops recorded up to the failing line, then where it stopped."""
+def failed_trace_tab(partial, info: dict | None, good=None, error_op: str | None = None) -> str:
+    """The Trace tab after a failed trace: the ops recorded up to the failing line, where it stopped, and
+    the last good trace with the failing op (found by its line) highlighted."""
     where = (info or {}).get("location", "").splitlines()
     stop = html.escape(where[0].removeprefix("--> ")) if where else "the failing line"
     summary = html.escape((info or {}).get("summary", ""))
     head = (f'<div class="tripy-partial-trace" style="font-size:12px;color:#b91c1c">Tracing stopped at '
             f"<b>{stop}</b>: {summary}</div>")
+    last_good = ""
+    if good is not None and error_op is not None:
+        svg, dot, note = trace_graph(good, error_op)
+        last_good = (f"<details open><summary style='font-size:12px'>last good trace: <code>"
+                     f"{html.escape(error_op)}</code> (red) is the op on the failing line</summary>"
+                     f"{views.graph_html(svg, dot, note)}</details>")
     if partial is None:
-        return head + '<div style="font-size:12px">No op was recorded before the error (see the Error tab).</div>'
+        return (head + '<div style="font-size:12px">No op was recorded before the error (see the Error tab).</div>'
+                + last_good)
     n_ops = len(partial.trace.ops)
     svg, dot, note = trace_graph(partial)
     note_html = (f'<div style="font-size:12px;color:#374151">partial trace: the {n_ops} ops recorded before '
@@ -49,7 +57,7 @@ def failed_trace_tab(partial, info: dict | None) -> str:
     text = html.escape(partial.as_text())
     listing = (f'<details><summary style="font-size:12px">partial trace listing</summary>'
                f'<pre style="font-size:11px">{text}</pre></details>')
-    return head + note_html + views.graph_html(svg, dot, note) + listing
+    return head + note_html + views.graph_html(svg, dot, note) + listing + last_good
 
 
 def mlir_tab(lowered, generic: bool = False, error_op: str | None = None) -> tuple[str, list]:

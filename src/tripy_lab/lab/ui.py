@@ -133,7 +133,8 @@ class LabWidget:
         s = self.session
         self.dirty.discard(key)
         if key == "trace" and s.error_stage == "trace":
-            self.panes["trace"].value = tabs.failed_trace_tab(s.partial_traced, s.error_info())
+            self.panes["trace"].value = tabs.failed_trace_tab(s.partial_traced, s.error_info(), s.good_traced,
+                                                             s.error_op)
         elif key == "trace" and s.traced is not None:
             self.svg = tabs.trace_graph(s.traced, s.error_op)
             self.panes["trace"].value = tabs.trace_tab(s.traced, *self.svg)
