@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 QUICKSTART = "01-quickstart.ipynb"
@@ -63,6 +64,26 @@ def _die_with_parent() -> None:
         pass
 
 
+def _kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and its descendants (its kernels), the last resort after a clean stop timed out."""
+    try:
+        import psutil
+
+        procs = psutil.Process(pid).children(recursive=True) + [psutil.Process(pid)]
+    except Exception:  # no psutil, or already gone
+        procs = []
+    for proc in procs:
+        try:
+            proc.kill()
+        except Exception:
+            pass
+    if not procs:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def run_child(cmd: list[str], grace: float = 20.0) -> int:
     """Run JupyterLab; SIGTERM/SIGINT/SIGHUP to tripy-lab stop it cleanly (its kernels too); exit with its code."""
     preexec = _die_with_parent if sys.platform.startswith("linux") else None
@@ -71,7 +92,7 @@ def run_child(cmd: list[str], grace: float = 20.0) -> int:
 
     def forward(signum, _frame) -> None:
         # SIGTERM, not the signal itself: JupyterLab asks "Shutdown this Jupyter server (y/[n])?" on SIGINT.
-        stopping.append(signum)
+        stopping.append(time.monotonic())
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
 
@@ -79,10 +100,11 @@ def run_child(cmd: list[str], grace: float = 20.0) -> int:
     try:
         while True:
             try:
-                code = child.wait(timeout=grace if stopping else None)
+                code = child.wait(timeout=0.5)  # short waits: the handler above runs between them
                 break
-            except subprocess.TimeoutExpired:  # asked to stop, still running after the grace period
-                child.kill()
+            except subprocess.TimeoutExpired:
+                if stopping and time.monotonic() - stopping[0] > grace:  # asked to stop, still running
+                    _kill_tree(child.pid)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

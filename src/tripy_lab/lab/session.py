@@ -117,19 +117,22 @@ class BuildJob:
         self.done = threading.Event()
         self.outcome: Any = None
         self.cancelled = False
+        self.end: float | None = None
 
     def run(self, on_done: Callable[[], None] | None = None) -> None:
         try:
             self.outcome = self.lowered.build(engine=self.engine, optimization_level=self.level)
         except BaseException as exc:  # delivered to the kernel thread, which reports it
             self.outcome = exc
+        self.end = time.perf_counter()
         self.done.set()
         if on_done is not None:
             on_done()
 
     @property
     def elapsed(self) -> float:
-        return time.perf_counter() - self.start
+        """Seconds the build has run (until it finished, not until the kernel took its result)."""
+        return (self.end or time.perf_counter()) - self.start
 
 
 class Session:

@@ -52,7 +52,8 @@ def failed_trace_tab(partial, info: dict | None, good=None, error_op: str | None
                 + last_good)
     n_ops = len(partial.trace.ops)
     svg, dot, note = trace_graph(partial)
-    note_html = (f'<div style="font-size:12px;color:#374151">partial trace: the {n_ops} ops recorded before '
+    ops = f"{n_ops} op{'s' if n_ops != 1 else ''}"
+    note_html = (f'<div style="font-size:12px;color:#374151">partial trace: the {ops} recorded before '
                  "the error (its unused results shown as outputs)</div>")
     text = html.escape(partial.as_text())
     listing = (f'<details><summary style="font-size:12px">partial trace listing</summary>'
