@@ -103,7 +103,7 @@ def lab(lab):
     assert errors == [], errors
 
 
-SETUP = "%load_ext tripy_lab\nimport os\nos.environ['TRIPY_LAB_ENGINE'] = 'reference'\nimport tripy_lab as tp"
+SETUP = "%load_ext tripy_lab\nimport tripy_lab as tp\ntp.config.engine = 'reference'"
 
 
 def test_a_failing_cell_shows_its_own_line(lab):

@@ -20,7 +20,7 @@ def ip():
     magic.load_ipython_extension(shell)
     shell.run_cell("import tripy_lab as tp")
     yield shell
-    shell.set_custom_exc((), None)
+    magic.unload_ipython_extension(shell)
 
 
 def text_of(markup: str) -> str:

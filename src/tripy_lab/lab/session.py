@@ -334,6 +334,9 @@ class Session:
         self.notify({"status"})
         if not self.background:
             job.run()
+            if isinstance(job.outcome, KeyboardInterrupt):  # Ctrl+C in a script: stop, in a clear state
+                self.cancel_build("interrupted")
+                raise job.outcome
             self._finish(job)
             return
         loop = None if wait else _running_loop()

@@ -59,6 +59,7 @@ class LabWidget:
         self.dirty: set[str] = set(_KEYS)
         self.svg: tuple | None = None
         self._shown_error: BaseException | None = None
+        self._after_build = None  # a Run/Time/Sweep pressed while building
         self._tab_before_error = 0
         head = W.HBox([self.build_button, self.cancel_button, self.engine, self.level, self.auto_ms])
         self.widget = W.VBox([W.HTML(CSS + f"<b>{html.escape(title)}</b>"), editor.widget, head, self.status,
@@ -93,6 +94,12 @@ class LabWidget:
             self._update_status()
         if "error" in changed:
             self._select_error_tab()
+        if self._after_build is not None and not self.session.building:
+            fn, self._after_build = self._after_build, None
+            if "engine" in self.session.stale:  # the build was cancelled or failed: nothing new to run
+                self.run_out.value = views.status_html("the build did not finish: nothing was run", "stale")
+            else:
+                self._guard(fn)
 
     def _select_error_tab(self) -> None:
         """A new error opens the Error tab; once it is fixed, the tab shown before comes back."""
@@ -216,6 +223,10 @@ class LabWidget:
         return ["min", "opt", "max"] if value == "min, opt, max" else [value]
 
     def _guard(self, fn) -> None:
+        if self.session.building:  # run on the Executable being built, once it lands (not on the old one)
+            self._after_build = fn
+            self.run_out.value = views.status_html("waiting for the build to finish…", "busy")
+            return
         if self.session.exe is None:
             self.run_out.value = views.status_html("No Executable yet: press Build.", "error")
             return
