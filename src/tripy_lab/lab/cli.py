@@ -182,7 +182,7 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
         (f"Trace ({len(traced.trace.ops)} ops, {traced.seconds * 1e3:.1f} ms)", traced.as_text()),
         (f"MLIR ({lowered.seconds * 1e3:.1f} ms)", lowered.as_text()),
         (f"Engine {report.engine} -O{built.optimization_level} ({built.seconds * 1e3:.1f} ms): {report.reason}",
-         views.layers_frame(built.layers).to_string(index=False)),
+         repr(views.layers_frame(built.layers))),  # the lab's table text (units, 3 significant digits)
     ]
     for title, body in sections:
         print(f"== {title}\n{body}\n", file=out)
