@@ -70,6 +70,12 @@ def no_process_left_behind():
     assert not left, "e2e tests left processes behind: " + "; ".join(" ".join(p.cmdline()) for p in left)
 
 
+@pytest.fixture
+def own_jupyter_processes(no_process_left_behind):
+    """``own_jupyter_processes()``: the live jupyter/ipykernel processes this session started."""
+    return lambda: _jupyter_processes(no_process_left_behind)
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     # pytest-playwright hook: Debian's chromium instead of a downloaded build

@@ -84,6 +84,22 @@ def test_readme_command_serves_the_tutorials_and_stops_cleanly(page, tmp_path):
     assert alive == [], [p.cmdline() for p in alive]
 
 
+def test_the_leak_check_sees_only_this_sessions_processes(own_jupyter_processes):
+    """What the session fixture checks: a jupyter-like process started here counts, one without the mark not."""
+    ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ipykernel_launcher"])
+    env = {k: v for k, v in os.environ.items() if k != "TRIPY_E2E_SESSION"}
+    theirs = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ipykernel_launcher"], env=env)
+    try:
+        time.sleep(0.2)
+        pids = {p.pid for p in own_jupyter_processes()}
+        assert ours.pid in pids and theirs.pid not in pids
+    finally:
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()
+    assert ours.pid not in {p.pid for p in own_jupyter_processes()}
+
+
 def _results(name: str):
     from pathlib import Path
 
