@@ -119,6 +119,15 @@ def lab(lab):
     assert errors == [], errors
 
 
+def _open_and_run(lab, name: str, n: int):
+    """Open ``name``, run its first ``n`` cells one after the other; the cells' locator."""
+    cells = lab.open(name).locator(".jp-Cell")
+    for i in range(n):
+        lab.run_cell(i)
+        expect(cells.nth(i).locator(".jp-InputPrompt")).to_contain_text(f"[{i + 1}]", timeout=TIMEOUT)
+    return cells
+
+
 SETUP = "%load_ext tripy_lab\nimport tripy_lab as tp\ntp.config.engine = 'reference'"
 
 
@@ -128,11 +137,7 @@ def test_a_failing_cell_shows_its_own_line(lab):
         "%%tpcompile f_exe a=f32[2,3] --no-widgets\ndef f(a):\n    b = a + 1\n    return 3\n",
         "%%tpcompile g_exe a=f32[2,3]\ndef g(a):\n    c = tp.exp(a)\n    return c @ c\n",
     ])
-    nb = lab.open("errors.ipynb")
-    cells = nb.locator(".jp-Cell")
-    for i in range(3):
-        lab.run_cell(i)
-        expect(cells.nth(i).locator(".jp-InputPrompt")).to_contain_text(f"[{i + 1}]", timeout=TIMEOUT)
+    cells = _open_and_run(lab, "errors.ipynb", 3)
 
     # Plain output: the error names the cell and the line as the cell shows it (the magic line is line 1).
     error = cells.nth(1).locator(".jp-OutputArea-output")
@@ -173,11 +178,7 @@ def test_a_cancelled_build_leaves_the_widget_ready(lab):
         SLOW_BUILDS,
         "print('kernel answers', 6 * 7)",
     ])
-    nb = lab.open("cancel.ipynb")
-    cells = nb.locator(".jp-Cell")
-    for i in range(3):
-        lab.run_cell(i)
-        expect(cells.nth(i).locator(".jp-InputPrompt")).to_contain_text(f"[{i + 1}]", timeout=TIMEOUT)
+    cells = _open_and_run(lab, "cancel.ipynb", 3)
     view = cells.nth(1).locator(".tripy-lab")
     expect(view.locator(".tripy-status-ok")).to_contain_text("add_exe = Executable", timeout=TIMEOUT)
 
