@@ -206,3 +206,11 @@ def test_a_cancelled_build_leaves_the_widget_ready(lab):
     expect(view.locator(".tripy-build")).to_be_enabled()
     expect(cancel).to_be_hidden()
     lab.screenshot("cli-6-cancelled.png", view)
+
+    # Build again, then interrupt the kernel (what Kernel > Interrupt sends): the build stops the same way.
+    view.locator(".tripy-build").click()
+    expect(status).to_contain_text(re.compile(r"building… [1-9]\d*\.\d s"), timeout=TIMEOUT)
+    lab.page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
+    expect(view.locator(".tripy-status-stale")).to_contain_text(
+        re.compile(r"build interrupted after \d+\.\d s: press Build"), timeout=10_000)
+    expect(view.locator(".tripy-build")).to_be_enabled()

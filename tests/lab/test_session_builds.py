@@ -104,6 +104,7 @@ def test_an_interrupt_cancels_a_background_build(gate):
     async def main():
         s.refresh()
         assert gate.started.wait(5) and s.building
+        await asyncio.sleep(0)  # the handler goes in once the current callback (a kernel message) is done
         signal.raise_signal(signal.SIGINT)  # what the kernel's interrupt sends: no KeyboardInterrupt escapes
         await asyncio.sleep(0)
         assert not s.building and s.status()[0].startswith("build interrupted")

@@ -350,7 +350,8 @@ class Session:
                 loop.call_soon_threadsafe(self._finish, job)
 
         threading.Thread(target=job.run, args=(finish,), name="tripy-lab-build", daemon=True).start()
-        self._hook_interrupt(job)
+        # After the current message handler: ipykernel restores its own SIGINT handler when a handler ends.
+        loop.call_soon(self._hook_interrupt, job)
         loop.call_later(self.progress_seconds, self._tick, loop, job)
 
     def _wait(self, job: BuildJob) -> None:
@@ -370,7 +371,7 @@ class Session:
 
     def _hook_interrupt(self, job: BuildJob) -> None:
         """While a background build runs, the kernel's interrupt (SIGINT) cancels it."""
-        if threading.current_thread() is not threading.main_thread():
+        if job is not self.job or job.done.is_set() or threading.current_thread() is not threading.main_thread():
             return
         try:
             previous = signal.getsignal(signal.SIGINT)
