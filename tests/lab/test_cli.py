@@ -180,3 +180,26 @@ def test_explain_errors_point_at_the_users_line(tmp_path, capsys):
 def test_report_of_a_missing_notebook_is_an_error(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path / "none.ipynb"), "-o", str(tmp_path / "r.html")]) == 2
     assert "no notebook" in capsys.readouterr().err
+
+
+def test_report_and_explain_html_call_the_lab_writers(tmp_path, capsys, monkeypatch):
+    """The CLI's side: `report` calls tripy_lab.lab.report_notebook(ipynb, out), `explain --html` calls
+    tripy_lab.lab.report(exe, out) (the writers themselves are tested with the static snapshots)."""
+    import tripy_lab as tp
+    from tripy_lab import lab
+
+    calls = []
+    monkeypatch.setattr(lab, "report_notebook", lambda nb, out: calls.append(("nb", nb, out)), raising=False)
+    monkeypatch.setattr(lab, "report", lambda exe, out: calls.append(("exe", exe, out)), raising=False)
+    nb = tmp_path / "n.ipynb"
+    nb.write_text("{}")
+    assert cli.main(["report", str(nb), "-o", str(tmp_path / "r.html")]) == 0
+    assert cli.main(["report", str(nb)]) == 0  # default: next to the notebook
+    path = tmp_path / "model.py"
+    path.write_text(MODEL)
+    assert cli.main(["explain", f"{path}:mlp", "--args", "x=f32[2,4] w=f32[4,3]", "--engine", "reference",
+                     "--html", str(tmp_path / "e.html")]) == 0
+    assert calls[:2] == [("nb", str(nb), str(tmp_path / "r.html")), ("nb", str(nb), str(tmp_path / "n.html"))]
+    kind, exe, out = calls[2]
+    assert kind == "exe" and isinstance(exe, tp.Executable) and out == str(tmp_path / "e.html")
+    assert f"wrote {tmp_path / 'r.html'}" in capsys.readouterr().out
