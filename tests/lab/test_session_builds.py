@@ -130,3 +130,23 @@ def test_interrupted_first_build_leaves_build_enabled_with_a_message(gate):
     gate.set()
     s.build(wait=True)  # Build works afterwards
     assert isinstance(ns["exe"], tp.Executable) and "tripy-status-ok" in ui.status.value
+
+
+def test_a_failing_background_build_lands_in_the_error_tab(monkeypatch):
+    def broken(self, *args, **kwargs):
+        raise tp.TripyException("Engine build failed.", ["layer 3 has no kernel"])
+
+    monkeypatch.setattr(Lowered, "build", broken)
+    s, ns = session()
+
+    async def main():
+        s.refresh()
+        for _ in range(500):
+            if not s.building:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert s.error_stage == "build" and s.error_info()["summary"] == "Engine build failed."
+    assert s.status() == ("build failed: Engine build failed.", "error") and "exe" not in ns
+    assert [e["status"] for e in s.log if e["stage"] == "build"] == ["error"]
