@@ -203,3 +203,11 @@ def test_report_and_explain_html_call_the_lab_writers(tmp_path, capsys, monkeypa
     kind, exe, out = calls[2]
     assert kind == "exe" and isinstance(exe, tp.Executable) and out == str(tmp_path / "e.html")
     assert f"wrote {tmp_path / 'r.html'}" in capsys.readouterr().out
+
+    def refuse(nb, out):
+        raise tp.TripyException("The notebook holds no tripy-lab snapshots.", ["Run it and save it."])
+
+    monkeypatch.setattr(lab, "report_notebook", refuse, raising=False)
+    assert cli.main(["report", str(nb)]) == 1  # a message, not a traceback
+    err = capsys.readouterr().err
+    assert err.startswith("tripy-lab report: The notebook holds no tripy-lab snapshots.") and "Traceback" not in err

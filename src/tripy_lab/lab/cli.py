@@ -213,8 +213,14 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
     if write is None:
         print("tripy-lab report: tripy_lab.lab.report_notebook is missing in this version", file=sys.stderr)
         return 1
+    from tripy_lab.core.errors import TripyException
+
     out = args.output or str(Path(args.notebook).with_suffix(".html"))
-    write(args.notebook, out)
+    try:
+        write(args.notebook, out)
+    except TripyException as exc:  # e.g. a notebook saved without its outputs
+        print(f"tripy-lab report: {exc}", file=sys.stderr)
+        return 1
     print(f"wrote {out}")
     return 0
 
