@@ -154,13 +154,13 @@ def test_a_failing_cell_shows_its_own_line(lab):
     expect(pane).to_contain_text("Incompatible shapes for matrix multiplication", timeout=TIMEOUT)
     expect(pane).to_contain_text("--> In [3], line 4 in g()")
     expect(pane).to_contain_text("return c @ c")
-    lab.screenshot("cli-3-error-tab.png", view)
+    lab.screenshot("cli-3-error-tab.png", cells.nth(2))  # the cell: its output view may be re-created
     _tab(view, "Trace").click()
     trace = view.locator(".tripy-tab-trace")
     expect(trace.locator(".tripy-partial-trace")).to_contain_text("In [3], line 4")
     expect(trace.locator("svg g.node").first).to_be_visible(timeout=TIMEOUT)
     expect(trace).to_contain_text("exp")
-    lab.screenshot("cli-4-partial-trace.png", view)
+    lab.screenshot("cli-4-partial-trace.png", cells.nth(2))
 
 
 SLOW_BUILDS = """import time, tripy_lab.pipeline.stages as stages
@@ -198,14 +198,14 @@ def test_a_cancelled_build_leaves_the_widget_ready(lab):
     lab.run_cell(3)
     expect(cells.nth(3).locator(".jp-OutputArea-output")).to_contain_text("kernel answers 42", timeout=10_000)
     expect(status).to_be_visible()
-    lab.screenshot("cli-5-building.png", view)
+    lab.screenshot("cli-5-building.png", cells.nth(1))
 
     cancel.click()
     expect(view.locator(".tripy-status-stale")).to_contain_text(re.compile(r"build cancelled after \d+\.\d s"),
                                                                 timeout=10_000)
     expect(view.locator(".tripy-build")).to_be_enabled()
     expect(cancel).to_be_hidden()
-    lab.screenshot("cli-6-cancelled.png", view)
+    lab.screenshot("cli-6-cancelled.png", cells.nth(1))
 
     # Build again, then interrupt the kernel (what Kernel > Interrupt sends): the build stops the same way.
     view.locator(".tripy-build").click()
