@@ -112,6 +112,14 @@ def test_widget_session_errors_point_into_the_cell(ip):
     assert "Current stages" in log and "trace" in log and "None" not in log and "nan" not in log.lower()
 
 
+def test_widget_error_tab_shows_every_frame_when_config_asks(ip, monkeypatch):
+    run(ip, "%%tpcompile f a=f32[2,3]\ndef f(a):\n    return 3\n")
+    assert "tracing.py" not in "\n".join(magic.last.session.error_info()["details"])
+    monkeypatch.setattr(config, "show_internal_frames", True)
+    details = "\n".join(magic.last.session.error_info()["details"])
+    assert "Traceback (most recent call last)" in details and "tripy_lab/pipeline/tracing.py" in details
+
+
 def test_widget_error_for_a_python_error_names_the_line(ip):
     n, _ = run(ip, "%%tpcompile g a=f32[2,3]\ndef g(a):\n    return a + nope\n")
     info = magic.last.session.error_info()

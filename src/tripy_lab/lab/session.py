@@ -8,6 +8,7 @@ import asyncio
 import signal
 import threading
 import time
+import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -451,18 +452,15 @@ class Session:
             return None
         exc = self.error
         if isinstance(exc, TripyException):
-            loc = exc.location.render() if exc.location else ""
-            return {
-                "summary": exc.summary,
-                "details": exc.details,
-                "location": loc,
-                "op": self.error_op,
-                "stage": self.error_stage,
-            }
-        loc = errors.innermost_user_location(exc) or self.fallback_location
+            summary, details, loc = exc.summary, list(exc.details), exc.location
+        else:
+            summary, details = f"{type(exc).__name__}: {exc}", []
+            loc = errors.innermost_user_location(exc) or self.fallback_location
+        if errors.show_everything():  # tp.config.show_internal_frames: every frame, as Python prints them
+            details += ["", *"".join(traceback.format_exception(exc)).rstrip().splitlines()]
         return {
-            "summary": f"{type(exc).__name__}: {exc}",
-            "details": [],
+            "summary": summary,
+            "details": details,
             "location": loc.render() if loc else "",
             "op": self.error_op,
             "stage": self.error_stage,
