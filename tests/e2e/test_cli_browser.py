@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -43,8 +44,11 @@ def test_readme_command_serves_the_tutorials_and_stops_cleanly(page, tmp_path):
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     cmd = [exe, "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
            f"--LabApp.workspaces_dir={tmp_path}", f"--LabApp.user_settings_dir={tmp_path / 'settings'}"]
+    # As in a checkout (the command finds ./notebooks), but a copy: the lab must not touch the repo's tutorials.
+    checkout = tmp_path / "checkout"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "notebooks", checkout / "notebooks")
     log = open(tmp_path / "tripy-lab.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=checkout)
     base = f"http://127.0.0.1:{port}"
     kids = []
     try:
@@ -72,8 +76,9 @@ def test_readme_command_serves_the_tutorials_and_stops_cleanly(page, tmp_path):
         else:
             raise AssertionError("the quickstart's kernel never started")
         page.screenshot(path=str(_results("cli-1-readme-command.png")))
+        server = next(k for k in kids if "jupyterlab" in " ".join(k.cmdline()))
+        assert f"--ServerApp.root_dir={checkout / 'notebooks'}" in server.cmdline()
         if os.geteuid() == 0:
-            server = next(k for k in kids if "jupyterlab" in " ".join(k.cmdline()))
             assert "--allow-root" in server.cmdline()
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -101,8 +106,6 @@ def test_the_leak_check_sees_only_this_sessions_processes(own_jupyter_processes)
 
 
 def _results(name: str):
-    from pathlib import Path
-
     out = Path(__file__).resolve().parents[2] / "test-results"
     out.mkdir(exist_ok=True)
     return out / name
