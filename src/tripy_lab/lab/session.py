@@ -376,7 +376,13 @@ class Session:
             return
         try:
             previous = signal.getsignal(signal.SIGINT)
-            signal.signal(signal.SIGINT, lambda *_: self.cancel_build("interrupted"))
+
+            def on_interrupt(signum, frame) -> None:
+                # No build of ours running any more (a handler restored late): behave as the one before did.
+                if not self.cancel_build("interrupted") and callable(previous):
+                    previous(signum, frame)
+
+            signal.signal(signal.SIGINT, on_interrupt)
         except (ValueError, OSError):  # not allowed here: Cancel still works
             return
         job.restore_sigint = previous
