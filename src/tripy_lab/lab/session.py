@@ -332,19 +332,24 @@ class Session:
             self.cancel_build("superseded")
         job = BuildJob(self._build_key(), self.lowered, self.engine, self.optimization_level)
         self.job, self.building, self.note = job, True, ""
-        self.notify({"status"})
-        if not self.background:
-            job.run()
-            if isinstance(job.outcome, KeyboardInterrupt):  # Ctrl+C in a script: stop, in a clear state
-                self.cancel_build("interrupted")
-                raise job.outcome
-            self._finish(job)
-            return
-        loop = None if wait else _running_loop()
-        if loop is None:
-            threading.Thread(target=job.run, name="tripy-lab-build", daemon=True).start()
-            self._wait(job)
-            return
+        try:  # an interrupt at any point from here leaves a clear state: no build, Build enabled, a message
+            self.notify({"status"})
+            if not self.background:
+                job.run()
+                if isinstance(job.outcome, KeyboardInterrupt):  # Ctrl+C in a script
+                    raise job.outcome
+                self._finish(job)
+                return
+            loop = None if wait else _running_loop()
+            if loop is None:
+                threading.Thread(target=job.run, name="tripy-lab-build", daemon=True).start()
+                while not job.done.wait(self.progress_seconds):
+                    self.notify({"status"})  # the elapsed time
+                self._finish(job)
+                return
+        except KeyboardInterrupt:
+            self.cancel_build("interrupted")
+            raise
 
         def finish() -> None:
             if not job.cancelled and not loop.is_closed():  # a cancelled job's late result goes nowhere
@@ -354,16 +359,6 @@ class Session:
         # After the current message handler: ipykernel restores its own SIGINT handler when a handler ends.
         loop.call_soon(self._hook_interrupt, job)
         loop.call_later(self.progress_seconds, self._tick, loop, job)
-
-    def _wait(self, job: BuildJob) -> None:
-        """Block until ``job`` is done; a KeyboardInterrupt cancels it (and is re-raised for the cell)."""
-        try:
-            while not job.done.wait(self.progress_seconds):
-                self.notify({"status"})  # the elapsed time
-        except KeyboardInterrupt:
-            self.cancel_build("interrupted")
-            raise
-        self._finish(job)
 
     def _tick(self, loop, job: BuildJob) -> None:
         if job is self.job and not job.done.is_set():
