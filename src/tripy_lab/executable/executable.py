@@ -201,6 +201,11 @@ class Executable:
     def synchronize(self) -> None:
         self._compiled.synchronize()
 
+    def engine_args(self, *args, **kwargs) -> list:
+        """The engine's arguments for this call (argument order, checked as ``__call__`` checks them)."""
+        values = self._bind(args, kwargs)
+        return [self._checked_arg(spec, value) for spec, value in zip(self._specs, values)]
+
     def save(self, path: str) -> None:
         """Write the program and metadata as JSON; ``Executable.load(path)`` rebuilds it."""
         from tripy_lab.executable import serialize

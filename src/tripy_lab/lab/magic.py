@@ -247,8 +247,6 @@ class TripyMagics(Magics):
     def _compile_widget(
         self, func, fname: str, exe_name: str, params, values: dict, missing: list, parsed: S.MagicLine
     ):
-        from IPython.display import display
-
         from tripy_lab.lab.bounds_editor import BoundsEditor
         from tripy_lab.lab.bounds_model import BoundsModel
         from tripy_lab.lab.session import Session
@@ -272,8 +270,10 @@ class TripyMagics(Magics):
         editor = BoundsEditor(model, on_change=session.schedule, editable_rank=set(missing))
         editor.func_name, editor.exe_name = fname, exe_name
         ui = LabWidget(session, editor, title=f"%%tpcompile {exe_name} ← {fname}")
-        display(ui.widget)
-        session.refresh(wait=True)  # the cell's first build: the cell waits, an interrupt cancels it
+        try:
+            session.refresh(wait=True)  # the cell's first build: the cell waits, an interrupt cancels it
+        finally:  # shown also after an interrupt, saying so (Build ready)
+            ui.show()  # one output: the widget and its static snapshot, updated in place from now on
         # Keep the last one reachable for inspection (tests, notebooks): tripy_lab.lab.magic.last
         global last
         last = ui
