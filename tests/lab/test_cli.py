@@ -211,3 +211,20 @@ def test_report_and_explain_html_call_the_lab_writers(tmp_path, capsys, monkeypa
     assert cli.main(["report", str(nb)]) == 1  # a message, not a traceback
     err = capsys.readouterr().err
     assert err.startswith("tripy-lab report: The notebook holds no tripy-lab snapshots.") and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_report_writes_a_notebooks_compiles_as_html(tmp_path, capsys):
+    """`tripy-lab report` on a notebook executed in a real kernel: one HTML file with the cell's stages."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    cells = ["%load_ext tripy_lab\nimport tripy_lab as tp\ntp.config.engine = 'reference'",
+             "%%tpcompile add_exe a=f32[1:2:3,4]\ndef add(a):\n    return tp.exp(a) + a\n"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    path, out = tmp_path / "nb.ipynb", tmp_path / "nb.html"
+    nbformat.write(nb, path)
+    assert cli.main(["report", str(path), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "tensorrt.shape_profile" in page and "tensorrt.unary" in page and "In [2]:3" in page
+    assert "<script" not in page and f"wrote {out}" in capsys.readouterr().out
