@@ -157,8 +157,12 @@ def bad(x, w):
 def test_explain_prints_every_stage(tmp_path, capsys):
     path = tmp_path / "model.py"
     path.write_text(MODEL)
-    assert cli.main(["explain", f"{path}:mlp", "--args", "x=f32[1:2:8,4] w=f32[4,3]", "--engine", "reference"]) == 0
-    out = capsys.readouterr().out
+    html_out = tmp_path / "mlp.html"
+    assert cli.main(["explain", f"{path}:mlp", "--args", "x=f32[1:2:8,4] w=f32[4,3]", "--engine", "reference",
+                     "--html", str(html_out)]) == 0
+    out = capsys.readouterr().out.replace(f"wrote {html_out}\n", "")
+    page = html_out.read_text()  # the same stages, as a self-contained report
+    assert "tensorrt.matrix_multiply" in page and "model.py:5" in page and "<script" not in page
     assert "== Trace" in out and "matmul(x" in out and "model.py:5" in out
     assert "tensorrt.shape_profile<min = [1, 4], opt = [2, 4], max = [8, 4]>" in out
     assert "== Engine reference -O3" in out and "matrix_multiply" in out
