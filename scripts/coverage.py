@@ -29,11 +29,13 @@ ENGINE_TABLES = {
     "reference": "tripy_lab.engine.reference",
     "xla": "tripy_lab.engine.xla_ops",
     "tensorrt": "tripy_lab.engine.tensorrt_layers",
+    "onnxruntime": "tripy_lab.engine.onnx_ops",
 }
 # Table entries that exist only to raise a clear error: (MLIR op, engine) -> why the engine cannot run it.
 ONLY_RAISES = {
     ("tensorrt.opaque_plugin", "reference"): "plugins need TensorRT",
     ("tensorrt.opaque_plugin", "xla"): "plugins need TensorRT",
+    ("tensorrt.opaque_plugin", "onnxruntime"): "plugins need TensorRT",
 }
 # Public names (or overloads) tripy-lab deliberately does not provide, and why.
 UNSUPPORTED = {

@@ -69,7 +69,7 @@ def test_implemented_names_accept_every_nvtripy_parameter(coverage, rows):
     assert lin.status == "implemented"  # quant_dtype / weight_quant_dim (issue 8)
 
 
-@pytest.mark.parametrize("engine", ["reference", "xla", "tensorrt"])
+@pytest.mark.parametrize("engine", ["reference", "xla", "tensorrt", "onnxruntime"])
 def test_engine_tables_cover_every_emitted_mlir_op(coverage, rows, engine):
     """Lists the MLIR ops our lowering emits that the engine's table still lacks."""
     table = coverage.engine_tables()[engine]

@@ -1,7 +1,7 @@
 """Small versions of NVIDIA's Tripy example programs, written with the same API patterns (our own code).
 
 Each program is compiled, run and compared with numpy, then saved, loaded and compared again, on the
-``reference`` and ``xla`` engines (the ``engine`` fixture)."""
+``reference``, ``xla`` and ``onnxruntime`` engines (the ``engine`` fixture)."""
 
 import numpy as np
 import pytest
@@ -9,10 +9,12 @@ import pytest
 import tripy_lab as tp
 
 
-@pytest.fixture(params=["reference", "xla"])
+@pytest.fixture(params=["reference", "xla", "onnxruntime"])
 def engine(request, monkeypatch):
     if request.param == "xla":
         pytest.importorskip("jax")
+    if request.param == "onnxruntime":
+        pytest.importorskip("onnxruntime")
     monkeypatch.setattr(tp.config, "engine", request.param)
     return request.param
 

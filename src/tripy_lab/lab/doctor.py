@@ -48,13 +48,18 @@ def _engine_checks() -> list[Check]:
     import numpy as np
 
     import tripy_lab as tp
-    from tripy_lab.engine.registry import _has, _has_cuda_gpu, default_engine
+    from tripy_lab.engine.registry import ENGINES, _has, _has_cuda_gpu, default_engine
 
     default, reason = default_engine()
     out = []
-    for name in ("reference", "xla", "tensorrt"):
+    for name in ENGINES:
         if name == "xla" and not _has("jax"):
             out.append(Check(FAIL if default == name else INFO, "engine xla", "not usable: jax is not installed"))
+            continue
+        missing = [m for m in ("onnx", "onnxruntime") if not _has(m)] if name == "onnxruntime" else []
+        if missing:
+            out.append(Check(INFO, "engine onnxruntime", f"not usable: {' and '.join(missing)} not installed "
+                                                         "(pip install '.[onnx]')"))
             continue
         if name == "tensorrt" and not (_has("tensorrt") and _has_cuda_gpu()):
             why = "TensorRT is not installed" if not _has("tensorrt") else "no CUDA GPU is visible"
@@ -128,7 +133,8 @@ def run_checks() -> list[Check]:
         *_engine_checks(),
         _jax_devices(),
         _package("tensorrt", "tensorrt", False, "the tensorrt engine needs it and a CUDA GPU"),
-        _package("onnxruntime", "onnxruntime", False, "optional"),
+        _package("onnxruntime", "onnxruntime", False, "the onnxruntime engine needs it"),
+        _package("onnx", "onnx", False, "the onnxruntime engine and ONNX export need it"),
     ]
     return checks
 

@@ -40,7 +40,7 @@ get a bounds editor to fill in.
 
 Options:
     -O N, --optimization-level N   builder optimization level 0..5 (default 3)
-    --engine ENGINE                reference, xla or tensorrt (default: tp.config.engine, else the best one)
+    --engine ENGINE                reference, xla, onnxruntime, tensorrt (default: tp.config.engine, else the best one)
     --no-widgets                   compile once and print a summary: no editor, no tabs
     --auto-build-ms MS             rebuild on each change while the last build took < MS (default 1000)
     --debounce-ms MS               wait MS after the last edit before re-tracing (default 50)

@@ -166,6 +166,26 @@ class MlirView:
         return head + body + tail
 
 
+def profile_text(built) -> str:
+    """Whether this build covers the whole shape profile or specializes per shape (issue 11)."""
+    r = built.report
+    if r.engine in ("onnxruntime", "tensorrt"):
+        return "one build covers the whole profile: every shape in min..max runs without another build"
+    if r.engine == "xla":
+        shapes = r.cache.get("shapes_built", [])
+        return (f"specializes per shape: XLA compiles each new shape on first use; built so far "
+                f"({len(shapes)}): {'; '.join(shapes) or 'none'}")
+    return "interprets every shape (no build)"
+
+
+def export_commands(built) -> list[tuple[str, str]]:
+    """The trtexec / polygraphy lines for the program's profile (``exe.trtexec_command()``)."""
+    from tripy_lab.engine.onnx_export import polygraphy_command, trtexec_command
+
+    program = built.lowered.program
+    return [("trtexec", trtexec_command(program)), ("polygraphy", polygraphy_command(program))]
+
+
 # -- Engine -----------------------------------------------------------------------------------------
 @dataclass
 class EngineView:
@@ -174,6 +194,7 @@ class EngineView:
     notes: list[str]
     layers: object  # pandas DataFrame (views.layers_frame, or the layer times after a timing run)
     extra_stages: dict[str, str] = field(default_factory=dict)
+    commands: list[tuple[str, str]] = field(default_factory=list)  # trtexec / polygraphy lines (issue 11)
     timing_note: str = ""  # after a timing run: compute per call, layer sum, how it was measured
     source_heat: str = ""  # the user's source lines shaded by their share of engine time (HTML)
 
@@ -182,9 +203,10 @@ class EngineView:
         r = built.report
         info = [("engine", r.engine), ("why", r.reason), ("device", r.device),
                 ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
-                ("layers", len(built.layers))]
+                ("profile", profile_text(built)), ("layers", len(built.layers))]
         info += [(f"cache: {k}", v) for k, v in r.cache.items()]
-        view = cls(r.engine, info, list(r.notes), views.layers_frame(built.layers), dict(r.extra_stages))
+        view = cls(r.engine, info, list(r.notes), views.layers_frame(built.layers), dict(r.extra_stages),
+                   export_commands(built))
         prof = getattr(built.compiled, "last_profile", None)
         if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
             from tripy_lab.lab import layer_time
@@ -207,6 +229,11 @@ class EngineView:
         extra = "".join(f"<details><summary>{esc(name)}</summary><pre style='font-size:11px'>"
                         f"{esc(_cut(text, limits.text_chars, name))}</pre></details>"
                         for name, text in self.extra_stages.items())
+        cmds = "".join(f"<div><b>{esc(name)}</b> <code style='font-size:11px'>{esc(cmd)}</code></div>"
+                       for name, cmd in self.commands)
+        if cmds:
+            extra += ("<details><summary>ONNX export (exe.export_onnx(path)) and TensorRT command lines</summary>"
+                      f"<div style='font-size:12px'>{cmds}</div></details>")
         return (f'<div class="tripy-engine"><h4 style="margin:4px 0">Engine: <code>{esc(self.engine)}</code></h4>'
                 f"<table style='font-size:12px'>{rows}</table>"
                 + (f"<ul style='font-size:12px'>{notes}</ul>" if notes else "")

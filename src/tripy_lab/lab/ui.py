@@ -16,7 +16,8 @@ from tripy_lab.lab.tables import TABLE_CSS
 
 TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare")
 _KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare")
-ENGINES = ["default", "reference", "xla", "tensorrt"]  # "default": tp.config.engine, else the best installed
+# "default": tp.config.engine, else the best installed
+ENGINES = ["default", "reference", "xla", "onnxruntime", "tensorrt"]
 CSS = """<style>
 .tripy-stale { opacity: 0.55; }
 .tripy-lab .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; max-width: none; min-width: 90px; }

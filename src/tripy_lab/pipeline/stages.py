@@ -95,6 +95,12 @@ class Lowered:
         compiled.report.reason = reason
         return Built(compiled, time.perf_counter() - start, self, optimization_level)
 
+    def to_onnx(self, path: str) -> str:
+        """Write this program as an ONNX model (checked by onnx.checker); returns the path."""
+        from tripy_lab.engine.onnx_export import export_onnx
+
+        return export_onnx(self.program, path)
+
     def __str__(self) -> str:
         return self.as_text()
 
