@@ -127,7 +127,7 @@ def test_doctor_reports_each_part(monkeypatch, capsys):
     out = capsys.readouterr().out
     lines = {line[6:29].strip(): line[:5].strip() for line in out.splitlines() if line[:5].strip()}
     for name in ("python", "jupyterlab", "graphviz dot", "engine reference", "engine xla", "engine tensorrt",
-                 "default engine", "jax devices", "tensorrt", "onnxruntime"):
+                 "engine onnxruntime", "default engine", "jax devices", "tensorrt", "onnxruntime"):
         assert name in lines, (name, out)
     assert lines["engine reference"] == "ok" and lines["default engine"] == "ok"
     assert "max error" in out and "The default path works" in out

@@ -248,7 +248,7 @@ def make_parser() -> argparse.ArgumentParser:
                                      "SPEC (the %%tpcompile spec syntax, e.g. 'a=f32[1:2:3,4] b=f32[4]').")
     exp.add_argument("target", metavar="FILE.py:FUNC")
     exp.add_argument("--args", required=True, metavar="SPEC", help="one spec per parameter: a=f32[1:2:3,4] ...")
-    exp.add_argument("--engine", help="reference, xla or tensorrt (default: the best installed)")
+    exp.add_argument("--engine", help="reference, xla, onnxruntime or tensorrt (default: the best installed)")
     exp.add_argument("-O", "--optimization-level", type=int, default=3, help="0..5 (default 3)")
     exp.add_argument("--html", metavar="OUT", help="also write the stages as a self-contained HTML report")
     exp.set_defaults(run=_explain)
