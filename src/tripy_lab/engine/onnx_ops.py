@@ -422,7 +422,8 @@ def _float_to_int(ctx, x: str, elem: str, out: str) -> str:
     lo = ctx.node("Less", [x, _scalar(ctx, float(info.min), wide)])
     bad = ctx.node("Or", [ctx.node("Or", [hi, lo]), ctx.node("IsNaN", [x])])
     mid = ctx.cast(ctx.node("Where", [bad, _scalar(ctx, 0.0, wide), x]), out)
-    return ctx.node("Where", [hi, _scalar(ctx, info.max, out), ctx.node("Where", [lo, _scalar(ctx, info.min, out), mid])])
+    low = ctx.node("Where", [lo, _scalar(ctx, info.min, out), mid])
+    return ctx.node("Where", [hi, _scalar(ctx, info.max, out), low])
 
 
 TABLE["tensorrt.cast"] = _convert
