@@ -28,6 +28,40 @@ def test_tensor_from_numpy_and_dlpack_roundtrip():
     assert str(t.device) == "cpu:0"
 
 
+def test_float64_data_follows_nvtripy():
+    """nvtripy has no float64: a float64 array raises there (no tripy dtype for it), so it raises here instead
+    of being narrowed to float32, where 1e300 became inf. Python floats become float32 as in nvtripy; one that
+    float32 cannot hold is an error naming the value and the dtype, never inf."""
+    for data in (np.array([1e300]), np.array([1.0, 2.5]), np.zeros((2, 2))):
+        with pytest.raises(tp.TripyException, match="Unsupported data type: 'float64'") as err:
+            tp.Tensor(data)
+        assert "astype(np.float32)" in str(err.value)
+        assert err.value.location.file == __file__
+    converted = tp.Tensor(np.array([1.0, 2.5]).astype(np.float32))  # the way nvtripy takes it: convert on purpose
+    assert converted.dtype is tp.float32 and converted.tolist() == [1.0, 2.5]
+    t = tp.Tensor([0.1, 2.5, 3.4e38, float("inf"), -float("inf"), float("nan"), 1e-50])
+    assert t.dtype is tp.float32
+    np.testing.assert_array_equal(np.asarray(t), np.array([0.1, 2.5, 3.4e38, np.inf, -np.inf, np.nan, 0.0],
+                                                          np.float32))  # infs and nans in the data stay
+    for data, value in ((1e300, "1e+300"), ([1.0, -1e39], "-1e+39"), ([[2.0], [10**39]], str(10**39)),
+                        ([0.5, 10**400], "10000000000000000000... (401 digits)")):
+        with pytest.raises(tp.TripyException) as err:
+            tp.Tensor(data)
+        assert err.value.summary == f"Value {value} is not representable in float32: it would become inf."
+        assert "3.402823e+38" in str(err.value)
+        assert err.value.location.file == __file__
+
+
+def test_python_ints_beyond_int64_raise():
+    assert tp.Tensor([1, 2**40]).dtype is tp.int64 and tp.Tensor([1, 2**40]).tolist() == [1, 2**40]
+    assert tp.Tensor([-(2**63), 2**63 - 1]).tolist() == [-(2**63), 2**63 - 1]
+    for data, value in (([2**63], 2**63), ([1, -(2**63) - 1], -(2**63) - 1), (2**70, 2**70)):
+        with pytest.raises(tp.TripyException) as err:
+            tp.Tensor(data)
+        assert err.value.summary == f"Value {value} does not fit in int64."
+        assert err.value.location.file == __file__
+
+
 def test_repr_shows_values():
     assert repr(tp.Tensor([1, 2, 3])) == "tensor([1, 2, 3], dtype=int32, loc=cpu:0, shape=(3,))"
     assert "dtype=float32" in repr(tp.ones((2, 2)))
