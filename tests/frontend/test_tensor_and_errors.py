@@ -62,6 +62,24 @@ def test_python_ints_beyond_int64_raise():
         assert err.value.location.file == __file__
 
 
+def test_python_number_operands_never_overflow_silently():
+    """A Python number next to a tensor becomes that tensor's dtype: an int that does not fit or a finite float
+    beyond float32 is a TripyException (it was a raw OverflowError / inf); narrower floats overflow like a cast."""
+    i8, f32 = tp.ones((2,), dtype=tp.int8), tp.ones((2,))
+    for make, summary in ((lambda: i8 + 300, "Value 300 does not fit in int8."),
+                          (lambda: tp.ones((2,), dtype=tp.int32) * 2**40, f"Value {2**40} does not fit in int32."),
+                          (lambda: f32 * 1e300, "Value 1e+300 is not representable in float32: it would become inf."),
+                          (lambda: tp.full((2,), -1e39), "Value -1e+39 is not representable in float32: it would "
+                                                          "become inf.")):
+        with pytest.raises(tp.TripyException) as err:
+            make()
+        assert err.value.summary == summary
+        assert err.value.location.file == __file__
+    assert (i8 + 100).tolist() == [101, 101] and (f32 * -3.4e38).tolist() == [np.float32(-3.4e38)] * 2
+    assert (f32 * float("-inf")).tolist() == [-np.inf, -np.inf]
+    assert np.isinf(np.asarray(tp.ones((2,), dtype=tp.float16) * 1e6)).all()  # f16 overflow: inf, as a cast
+
+
 def test_repr_shows_values():
     assert repr(tp.Tensor([1, 2, 3])) == "tensor([1, 2, 3], dtype=int32, loc=cpu:0, shape=(3,))"
     assert "dtype=float32" in repr(tp.ones((2, 2)))

@@ -49,22 +49,33 @@ def _python_array(data, dt: dtypes.dtype) -> np.ndarray:
         array = None
     if array is not None and not (array.dtype.kind == "f" and np.isinf(array).any()):
         return array
+    check_python_values(data, dt)
+    if array is None:
+        raise_error("Data does not fit its data type.", [f"Converting the data to {dt} failed."])
+    return array  # the only infs are infs in the data
+
+
+def check_python_values(data, dt: dtypes.dtype, where: str = "For parameter: 'data'") -> None:
+    """Raise for the first Python number in ``data`` that ``dt`` cannot hold: an int outside an integer dtype's
+    range; a finite float beyond float32's range for a float dtype (Python floats become float32 first, as in
+    nvtripy; narrower floats then overflow to inf as a cast does, docs/SEMANTICS.md)."""
+    npdt = dtypes.to_numpy(dt)
+    check = npdt if npdt.kind in "iu" else np.dtype(np.float32) if issubclass(dt, dtypes.floating) else None
+    if check is None:
+        return
     for v in np.asarray(data, dtype=object).reshape(-1):
-        if not _does_not_fit(v, npdt):
+        if isinstance(v, (bool, np.bool_)) or not _does_not_fit(v, check):
             continue
         shown = repr(v) if len(repr(v)) <= 40 else f"{repr(v)[:20]}... ({len(repr(v))} digits)"
         if npdt.kind in "iu":
             info = np.iinfo(npdt)
             raise_error(f"Value {shown} does not fit in {dt}.",
-                        [f"For parameter: 'data', expected integers in [{info.min}, {info.max}] (the range of {dt}) "
+                        [f"{where}, expected integers in [{info.min}, {info.max}] (the range of {dt}) "
                          f"but got: {shown}."])
-        raise_error(f"Value {shown} is not representable in {dt}: it would become inf.",
-                    [f"For parameter: 'data', expected values of magnitude at most {float(np.finfo(npdt).max):.7g} "
-                     f"(the largest {dt}) but got: {shown}.",
+        raise_error(f"Value {shown} is not representable in float32: it would become inf.",
+                    [f"{where}, expected values of magnitude at most {float(np.finfo(check).max):.7g} "
+                     f"(the largest float32) but got: {shown}.",
                      "Python floats become float32, as in nvtripy: scale the data so that it fits."])
-    if array is None:
-        raise_error("Data does not fit its data type.", [f"Converting the data to {dt} failed."])
-    return array  # the only infs are infs in the data
 
 
 def _does_not_fit(v, npdt: np.dtype) -> bool:
