@@ -49,16 +49,16 @@ dropped with a note in ``report.notes``.
 
 Persistent compilation cache
 ----------------------------
-With ``BuildOptions.compilation_cache_dir`` set (the pipeline passes ``tp.config.xla_cache_dir()``)
-jax's persistent cache is pointed there with ``jax_persistent_cache_min_compile_time_secs=0`` and
-``jax_persistent_cache_min_entry_size_bytes=0``, so every executable is written; a build in a new
-process finds it. Hits and misses come from jax's monitoring events
-(``/jax/compilation_cache/cache_hits`` / ``cache_misses``) and are recorded per built signature in
-``report.cache``. Compiles run with ``jax_traceback_in_locations_limit=0`` (locations hold only the
-named scopes, so they do not depend on the caller's stack) and with
-``jax_compilation_cache_include_metadata_in_key=True``, so a cached executable always carries the
-op names of the program that asked for it. These settings are process-wide jax config (the cache dir
-is shared by every jax user in the process).
+With ``BuildOptions.compilation_cache_dir`` set (the pipeline passes ``tp.config.xla_cache_dir()``, a
+private per-user folder) every executable is serialized into tripy-lab's own store (``xla_cache``):
+the entry's key is bound to the program (MLIR text, lowered StableHLO with locations, signature, XLA
+options, device, versions) and its payload is digest-checked on read, so a swapped, truncated or
+corrupt entry is a miss with its reason in ``report.cache["persistent_rejected"]`` and is replaced.
+jax's own persistent cache is switched off around these compiles. ``BuildOptions.timing_cache_path``
+(``tp.config.timing_cache_file_path``) receives the index of the entries (and GPU autotuning results).
+Hits and misses are recorded per built signature in ``report.cache``. Compiles run with
+``jax_traceback_in_locations_limit=0`` (locations hold only the named scopes, so they do not depend on
+the caller's stack), so the key and a cached executable's op names are those of the program itself.
 """
 
 from __future__ import annotations
@@ -95,26 +95,6 @@ OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
 # constants then exercises the jax translations (tests/frontend runs the xla engine both ways).
 FOLD_CONSTANTS = True
 
-_CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits", "/jax/compilation_cache/cache_misses": "misses"}
-_EVENT_COUNTS = {"hits": 0, "misses": 0}
-_LISTENING = False
-
-
-def _listen() -> None:
-    global _LISTENING
-    if _LISTENING:
-        return
-    import jax
-
-    def on_event(event: str, **kwargs) -> None:
-        key = _CACHE_EVENTS.get(event)
-        if key:
-            _EVENT_COUNTS[key] += 1
-
-    jax.monitoring.register_event_listener(on_event)
-    _LISTENING = True
-
-
 def scope_name(trace_name: str | None, index: int) -> str:
     """The jax named scope of MLIR op ``index``: ``%t5`` -> ``t5__op3`` (``xla_layers`` reads it back)."""
     base = re.sub(r"[^A-Za-z0-9_]", "_", trace_name or "").strip("_") or "anon"
@@ -137,27 +117,12 @@ def loc_name(op) -> str:
     return find(getattr(op, "location", None))
 
 
-def _configure_persistent_cache(path: str) -> None:
-    import jax
-    from jax._src import compilation_cache as cc
-
-    os.makedirs(path, exist_ok=True)
-    if jax.config.jax_compilation_cache_dir != path:
-        jax.config.update("jax_compilation_cache_dir", path)
-        try:
-            if cc.is_initialized():
-                cc.reset_cache()  # the cache object is bound to the old dir
-        except Exception:  # private API; a failed reset only means the old dir keeps being used
-            pass
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-
-
 def _compile_contexts(x64: bool) -> ExitStack:
     from jax._src import config as jc
 
     stack = ExitStack()
-    for name, value in (("traceback_in_locations_limit", 0), ("compilation_cache_include_metadata_in_key", True)):
+    # jax's persistent cache is off: our store (xla_cache) binds entries to their program
+    for name, value in (("traceback_in_locations_limit", 0), ("enable_compilation_cache", False)):
         state = getattr(jc, name, None)
         if state is not None:
             stack.enter_context(state(value))
@@ -261,12 +226,14 @@ class XlaCompiled(CompiledEngine):
             why = "" if FOLD_CONSTANTS else " (FOLD_CONSTANTS is off: every constant no shape needs)"
             self.report.notes.append(f"{len(self._consts)} large constant(s) passed as device-resident arguments"
                                      + why)
-        _listen()
-        cache_dir = options.compilation_cache_dir
-        if cache_dir:
-            _configure_persistent_cache(cache_dir)
-        self.report.cache.update({"persistent_dir": cache_dir or jax.config.jax_compilation_cache_dir or "off",
-                                  "persistent_hits": 0, "persistent_misses": 0,
+        self._store = None
+        if options.compilation_cache_dir:
+            from tripy_lab.engine.xla_cache import XlaStore
+
+            self._store = XlaStore(options.compilation_cache_dir, options.timing_cache_path)
+            self._program_digest = self._store.program_digest(program)
+        self.report.cache.update({**(self._store.report() if self._store else {"persistent_dir": "off"}),
+                                  "persistent_hits": 0, "persistent_misses": 0, "persistent_rejected": [],
                                   "shapes_built": [], "hits": 0, "misses": 0})
         self._execs: dict[tuple, _Built] = {}  # signature (shapes, dims) -> executable
         self._calls: dict[tuple, Any] = {}  # call key (type, shape, dtype per arg; dim values) -> caller(args)
@@ -444,15 +411,20 @@ class XlaCompiled(CompiledEngine):
         avals += [jax.ShapeDtypeStruct(c.shape, c.dtype) for c in self._consts]
         options = dict(self._xla_options)
         notes = []
+        store, key, cached, why = self._store, None, None, ""
+        if store is not None:
+            options.update(store.autotune_options(self.device.platform))
         while True:
             jitted = jax.jit(fn, compiler_options=options or None)
-            before = dict(_EVENT_COUNTS)
             with _compile_contexts(self._x64):
                 t0 = time.perf_counter()
                 lowered = jitted.lower(*avals)
                 t1 = time.perf_counter()
+                if store is not None and key is None:
+                    key = store.key(self._program_digest, lowered, label, self._xla_options, self._x64, self.device)
+                    cached, why = store.load(key, lowered, self.device)
                 try:
-                    compiled = lowered.compile()
+                    compiled = cached or lowered.compile()
                 except Exception as exc:  # an option this jaxlib does not know: drop it and retry
                     m = re.search(r"No such compile option: '(\w+)'", str(exc))
                     if m and m.group(1) in options:
@@ -462,15 +434,21 @@ class XlaCompiled(CompiledEngine):
                     raise TripyException("XLA failed to compile the program.", [str(exc).splitlines()[0]]) from exc
                 t2 = time.perf_counter()
             break
-        hits = _EVENT_COUNTS["hits"] - before["hits"]
-        misses = _EVENT_COUNTS["misses"] - before["misses"]
-        persistent = "hit" if hits else ("miss" if misses else "off")
-        built = _Built(self._sig(shapes, dims), label, jitted, compiled, lowered, t1 - t0, t2 - t1,
+        persistent = "off" if store is None else ("hit" if cached is not None else "miss")
+        if persistent == "miss":
+            if why != "no entry":
+                self.report.cache["persistent_rejected"].append({"signature": label, "reason": why})
+                notes.append(f"persistent cache entry for {label} rejected: {why}; replaced")
+            if stored := store.save(key, compiled, label):
+                notes.append(f"persistent cache: {stored}")
+        if store is not None:
+            store.record(key, label, hit=cached is not None)
+        built = _Built(self._sig(shapes, dims), label, cached or jitted, compiled, lowered, t1 - t0, t2 - t1,
                        persistent, notes=notes)
         self._execs[built.key] = built
         c = self.report.cache
-        c["persistent_hits"] += hits
-        c["persistent_misses"] += misses
+        c["persistent_hits"] += persistent == "hit"
+        c["persistent_misses"] += persistent == "miss"
         c["shapes_built"].append(label)
         self.report.notes.extend(notes)
         self.report.notes.append(f"built {label} ({why}): lower {t1 - t0:.3f}s, compile {t2 - t1:.3f}s, "
