@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import os
 import re
 import time
 from collections.abc import Sequence
