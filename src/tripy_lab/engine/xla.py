@@ -410,7 +410,7 @@ class XlaCompiled(CompiledEngine):
         avals += [jax.ShapeDtypeStruct(c.shape, c.dtype) for c in self._consts]
         options = dict(self._xla_options)
         notes = []
-        store, key, cached, why = self._store, None, None, ""
+        store, key, cached, missed = self._store, None, None, ""
         if store is not None:
             options.update(store.autotune_options(self.device.platform))
         while True:
@@ -421,7 +421,7 @@ class XlaCompiled(CompiledEngine):
                 t1 = time.perf_counter()
                 if store is not None and key is None:
                     key = store.key(self._program_digest, lowered, label, self._xla_options, self._x64, self.device)
-                    cached, why = store.load(key, lowered, self.device)
+                    cached, missed = store.load(key, lowered, self.device)
                 try:
                     compiled = cached or lowered.compile()
                 except Exception as exc:  # an option this jaxlib does not know: drop it and retry
@@ -435,9 +435,9 @@ class XlaCompiled(CompiledEngine):
             break
         persistent = "off" if store is None else ("hit" if cached is not None else "miss")
         if persistent == "miss":
-            if why != "no entry":
-                self.report.cache["persistent_rejected"].append({"signature": label, "reason": why})
-                notes.append(f"persistent cache entry for {label} rejected: {why}; replaced")
+            if missed != "no entry":
+                self.report.cache["persistent_rejected"].append({"signature": label, "reason": missed})
+                notes.append(f"persistent cache entry for {label} rejected: {missed}; replaced")
             if stored := store.save(key, compiled, label):
                 notes.append(f"persistent cache: {stored}")
         if store is not None:

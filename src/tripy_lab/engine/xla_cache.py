@@ -37,16 +37,20 @@ class XlaStore:
         return digest(str(program.module), list(program.arg_names), sorted(program.resources))
 
     def key(self, program_text_digest: str, lowered, label: str, options: dict, x64: bool, device) -> str:
+        import importlib.metadata
+
         import jax
         import jaxlib
 
-        from tripy_lab import __version__
-
+        try:
+            ours = importlib.metadata.version("tripy-lab")
+        except importlib.metadata.PackageNotFoundError:
+            ours = "unknown"
         try:
             hlo = lowered.as_text(debug_info=True)
         except TypeError:  # older jax: no debug_info switch
             hlo = lowered.as_text()
-        return digest("xla", __version__, jax.__version__, jaxlib.__version__, device.platform,
+        return digest("xla", ours, jax.__version__, jaxlib.__version__, device.platform,
                       device.device_kind, sorted(options.items()), x64, label, program_text_digest, hlo)
 
     def load(self, key: str, lowered, device) -> tuple[Any, str]:
