@@ -385,8 +385,9 @@ export class GraphZoom {
       },
       { passive: false }
     );
-    // readable by default: actual size, or the pane's width when the graph is wider
-    requestAnimationFrame(() => this.set(Math.min(1, this._fitWidth())));
+    // readable by default: actual size, or the pane's width when the graph is wider, but never below
+    // 60% (text stays legible; the pane scrolls and Fit shows all of it)
+    requestAnimationFrame(() => this.set(Math.max(0.6, Math.min(1, this._fitWidth()))));
   }
 
   get scale(): number {
