@@ -46,8 +46,8 @@ def test_tpcompile_cell_in_the_browser(lab):
     expect(view).to_have_count(1, timeout=TIMEOUT)
 
     # The tabs render, the Trace tab (selected first) holds graphviz's SVG.
-    expect(view.locator(".widget-tab .lm-TabBar-tab")).to_have_count(7)
-    for name in ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk"):
+    expect(view.locator(".widget-tab .lm-TabBar-tab")).to_have_count(8)
+    for name in ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare"):
         expect(tab(view, name)).to_have_count(1)
     expect(pane(view, "trace").locator("svg g.node").first).to_be_visible(timeout=TIMEOUT)
     expect(view.locator(".tripy-status-ok")).to_contain_text("add_exe = Executable(a: Tensor)", timeout=TIMEOUT)
@@ -94,7 +94,7 @@ def test_tpcompile_cell_in_the_browser(lab):
     headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
     rows = table.locator("tbody tr")
     expect(rows).to_have_count(3)
-    for column in ("median_ms", "p10_ms", "p90_ms", "mean_ms", "std_ms", "throughput_per_s"):
+    for column in ("median (ms)", "p10 (ms)", "p90 (ms)", "mean (ms)", "std (ms)", "throughput (1/s)"):
         i = headers.index(column)
         values = [float(c) for c in rows.locator(f"td:nth-child({i + 1})").all_inner_texts()]
         assert len(values) == 3 and all(v >= 0 for v in values), (column, values)

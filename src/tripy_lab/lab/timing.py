@@ -174,8 +174,7 @@ def _rows(exe, points: Iterable, warmup: int, iters: int, label: str, max_second
         else:
             row["iters"] = len(times)
             row.update(summarize(times))
-        if isinstance(point, str):
-            row["label"] = f"{label} {point}".strip()
+        row["label"] = f"{label} {point if isinstance(point, str) else row['shape']}".strip()
         rows.append(row)
     return rows
 
@@ -188,10 +187,10 @@ def benchmark(
     Columns: label, engine, opt_level, shape, warmup, iters, median_ms, p10_ms, p90_ms, mean_ms,
     std_ms, throughput_per_s (calls per second at the median), error (a row that failed to run).
     """
-    import pandas as pd
+    from tripy_lab.lab.tables import LabFrame  # a DataFrame shown with the lab's table style
 
     points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
-    return pd.DataFrame(_rows(exe, points, warmup, iters, label, max_seconds), columns=COLUMNS)
+    return LabFrame(_rows(exe, points, warmup, iters, label, max_seconds), columns=COLUMNS)
 
 
 def _compile_config(config: dict):
@@ -211,7 +210,7 @@ def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max
     ``{"func": f, "args": [...], "engine": "xla", "optimization_level": 3, "label": "..."}``
     that is compiled here (so engines, optimization levels or bounds can be compared).
     """
-    import pandas as pd
+    from tripy_lab.lab.tables import LabFrame
 
     rows = []
     points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
@@ -230,4 +229,4 @@ def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max
         for row in _rows(item, points, warmup, iters, label, max_seconds):
             row["build_ms"] = build_ms
             rows.append(row)
-    return pd.DataFrame(rows, columns=[*COLUMNS[:3], "build_ms", *COLUMNS[3:]])
+    return LabFrame(rows, columns=[*COLUMNS[:3], "build_ms", *COLUMNS[3:]])

@@ -9,10 +9,12 @@ import ipywidgets as W
 
 from tripy_lab.lab import crosswalk, tabs, timing, views
 from tripy_lab.lab.bounds_editor import BoundsEditor
+from tripy_lab.lab.compare_pane import ComparePane
+from tripy_lab.lab.mlir_editor import MlirEditor
 from tripy_lab.lab.session import Session
 
-TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk")
-_KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk")
+TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare")
+_KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare")
 ENGINES = ["default", "reference", "xla", "tensorrt"]  # "default": tp.config.engine, else the best installed
 CSS = """<style>
 .tripy-stale { opacity: 0.55; }
@@ -41,11 +43,17 @@ class LabWidget:
         self.auto_ms = W.FloatText(value=session.auto_build_seconds * 1e3, description="auto-build < ms",
                                    style={"description_width": "initial"}, layout=W.Layout(width="190px"))
         self.auto_ms.observe(self._on_auto, "value")
-        self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run")}
+        self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run", "compare")}
         self.crosswalk = W.Output()
         self.run_box = self._run_controls()
-        children = [self.panes["trace"], W.VBox([self.generic, self.panes["mlir"]]), self.panes["engine"],
-                    self.run_box, self.panes["log"], self.panes["error"], self.crosswalk]
+        # The MLIR tab switches between the highlighted text and an editor; Compare holds the diff view.
+        self.mlir_editor = MlirEditor(session, on_toggle=self._on_edit_toggle)
+        self.compare = ComparePane(session)
+        self.generic.layout.width = "auto"  # the Edit toggle sits next to it
+        mlir_box = W.VBox([W.HBox([self.generic, self.mlir_editor.toggle]), self.panes["mlir"],
+                           self.mlir_editor.widget])
+        children = [self.panes["trace"], mlir_box, self.panes["engine"], self.run_box, self.panes["log"],
+                    self.panes["error"], self.crosswalk, self.compare.widget]
         self.tabs = W.Tab(children=children, titles=TAB_NAMES)
         self.tabs.observe(lambda _: self._render_visible(), "selected_index")
         for key, child in zip(_KEYS, children):
@@ -69,10 +77,12 @@ class LabWidget:
             self.svg = None
         if "mlir" in changed:
             self.dirty |= {"mlir", "crosswalk"}
+            self.mlir_editor.on_session()
         if "engine" in changed:
-            self.dirty |= {"engine", "crosswalk"}
-        if "run" in changed:
+            self.dirty |= {"engine", "crosswalk", "compare"}
+        if "run" in changed and self.run_shown:  # a result of the old engine is on screen
             self.run_out.value = "<i>engine changed: run or time again</i>"
+            self.run_shown = False
         if "log" in changed:
             self.dirty.add("log")
         # The fast tabs are the point of the loop: always refresh them (and the cheap engine/error ones);
@@ -123,6 +133,8 @@ class LabWidget:
             self.panes["error"].value = tabs.error_tab(s.error_info())
         elif key == "crosswalk" and s.traced is not None:
             self._render_crosswalk()
+        elif key == "compare":
+            self.compare.refresh()
         self.render_times[key] = time.perf_counter() - start
 
     def _render_crosswalk(self) -> None:
@@ -146,6 +158,10 @@ class LabWidget:
         s = self.session
         if s.stale & {"engine"} and (s.last_build_seconds or 0) < s.auto_build_seconds:
             s.build()
+
+    def _on_edit_toggle(self, editing: bool) -> None:
+        self.panes["mlir"].layout.display = "none" if editing else None
+        self.generic.disabled = editing
 
     def _on_auto(self, change) -> None:
         self.session.auto_build_seconds = max(float(change["new"]), 0.0) / 1e3
@@ -173,6 +189,7 @@ class LabWidget:
         self.run_button.add_class("tripy-run")
         self.time_button.add_class("tripy-time")
         self.sweep_button.add_class("tripy-sweep-button")
+        self.run_shown = False  # run_out holds a result (not a hint): an engine change must say so
         self.run_out = W.HTML("<i>build, then Run or Time</i>")
         self.run_out.add_class("tripy-run-out")
         return W.VBox(
@@ -197,6 +214,7 @@ class LabWidget:
         self.run_out.value = views.status_html("running…", "busy")
         try:
             self.run_out.value = fn(self.session.exe)
+            self.run_shown = True
         except Exception as exc:  # a bad custom shape or a run-time error: show it, keep the widget alive
             self.run_out.value = views.error_html(
                 getattr(exc, "summary", f"{type(exc).__name__}: {exc}"), getattr(exc, "details", [])
@@ -224,7 +242,7 @@ class LabWidget:
 
     def _sweep(self, exe) -> str:
         points, xlabel, xs, opt_x = timing.sweep_points(exe.input_infos, n=6)
-        df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value)
+        df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value, label="sweep")
         ok = df["error"] == ""
         svg = views.sweep_svg(
             [x for x, good in zip(xs, ok) if good], list(df.loc[ok, "median_ms"]), opt_x, xlabel

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 import re
 import shutil
 
@@ -154,8 +155,8 @@ def _shape(s) -> str:
 
 
 def layers_frame(layers):
-    """The engine's layer table: one row per LayerRecord."""
-    import pandas as pd
+    """The engine's layer table: one row per LayerRecord (a LabFrame: shown in the lab's table style)."""
+    from tripy_lab.lab.tables import LabFrame
 
     rows = [
         {
@@ -171,19 +172,14 @@ def layers_frame(layers):
         for ly in layers
     ]
     columns = ["layer", "kind", "source ops", "user lines", "shapes", "dtype", "kernel", "mlir ops"]
-    return pd.DataFrame(rows, columns=columns)
+    return LabFrame(rows, columns=columns)
 
 
-def frame_html(df, float_format: str = "{:.4g}") -> str:
-    styled = df.to_html(
-        index=False,
-        border=0,
-        classes="tripy-table",
-        escape=True,
-        float_format=lambda v: float_format.format(v),
-        na_rep="",
-    )
-    return f'<div style="overflow:auto;font-size:12px">{styled}</div>'
+def frame_html(df) -> str:
+    """Every table the lab shows goes through ``tables.frame_html`` (units, 3 significant digits, wrapping)."""
+    from tripy_lab.lab import tables  # pandas loads with the first table
+
+    return tables.frame_html(df)
 
 
 def log_frame(events: list[dict]):
@@ -219,51 +215,65 @@ def error_html(summary: str, details: list[str], location: str = "", op: str | N
 
 
 # -- plot -------------------------------------------------------------------------------------------
+def nice_ticks(hi: float, n: int = 5) -> list[float]:
+    """0 .. >= hi in steps of 1, 2 or 5 times a power of ten (about ``n`` ticks)."""
+    if hi <= 0:
+        return [0.0, 1.0]
+    raw = hi / max(n - 1, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    count = math.ceil(hi / step - 1e-9)
+    return [round(k * step, 12) for k in range(count + 1)]
+
+
 def sweep_svg(
     xs: list[float],
     ys: list[float],
     opt_x: float | None = None,
     xlabel: str = "size",
     ylabel: str = "median latency (ms)",
-    width: int = 480,
-    height: int = 260,
+    width: int = 520,
+    height: int = 280,
 ) -> str:
-    """A small line plot as inline SVG (no matplotlib): latency vs. shape, opt marked."""
+    """Latency vs. shape as inline SVG (no matplotlib), opt marked. The left margin is sized from the
+    widest tick label, so the rotated y title never overlaps the ticks."""
     if not xs:
-        return "<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'></svg>"
-    left, right, top, bottom = 56, 16, 12, 40
+        return "<svg xmlns='http://www.w3.org/2000/svg' class='tripy-sweep' width='10' height='10'></svg>"
+    ticks = nice_ticks(max(ys))
+    labels = [f"{t:.4g}" for t in ticks]
+    char_w, title_x = 6.6, 14  # ~px per digit at font-size 11; the y title's centre line
+    left = int(title_x + 10 + max(len(t) for t in labels) * char_w + 8)
+    right, top, bottom = 18, 14, 44
     x0, x1 = min(xs), max(xs)
-    y1 = max(ys) * 1.1 or 1.0
+    y1 = ticks[-1]
     sx = lambda x: left + (x - x0) / ((x1 - x0) or 1) * (width - left - right)
     sy = lambda y: top + (1 - y / y1) * (height - top - bottom)
-    pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys))
+    base = height - bottom
     parts = [
         f"<svg xmlns='http://www.w3.org/2000/svg' class='tripy-sweep' width='{width}' height='{height}' "
-        "font-family='sans-serif' font-size='11'>",
-        f"<line x1='{left}' y1='{height - bottom}' x2='{width - right}' y2='{height - bottom}' "
-        "stroke='#374151'/>",
-        f"<line x1='{left}' y1='{top}' x2='{left}' y2='{height - bottom}' stroke='#374151'/>",
+        "font-family='sans-serif' font-size='11' fill='#374151'>",
     ]
-    for k in range(5):
-        y = y1 * k / 4
-        parts.append(f"<text x='{left - 4}' y='{sy(y) + 4:.1f}' text-anchor='end'>{y:.3g}</text>")
+    for t, label in zip(ticks, labels):
+        parts.append(f"<line x1='{left}' y1='{sy(t):.1f}' x2='{width - right}' y2='{sy(t):.1f}' stroke='#e5e7eb'/>")
+        parts.append(f"<text class='tripy-ytick' x='{left - 6}' y='{sy(t) + 4:.1f}' text-anchor='end'>{label}</text>")
     for x in sorted(set(xs)):
-        parts.append(f"<text x='{sx(x):.1f}' y='{height - bottom + 14}' text-anchor='middle'>{x:g}</text>")
+        parts.append(f"<line x1='{sx(x):.1f}' y1='{base}' x2='{sx(x):.1f}' y2='{base + 4}' stroke='#374151'/>")
+        parts.append(f"<text x='{sx(x):.1f}' y='{base + 16}' text-anchor='middle'>{x:g}</text>")
+    parts += [
+        f"<line x1='{left}' y1='{base}' x2='{width - right}' y2='{base}' stroke='#374151'/>",
+        f"<line x1='{left}' y1='{top}' x2='{left}' y2='{base}' stroke='#374151'/>",
+    ]
     if opt_x is not None:
-        parts.append(
-            f"<line x1='{sx(opt_x):.1f}' y1='{top}' x2='{sx(opt_x):.1f}' y2='{height - bottom}' "
-            "stroke='#dc2626' stroke-dasharray='4 3'/>"
-        )
+        parts.append(f"<line x1='{sx(opt_x):.1f}' y1='{top}' x2='{sx(opt_x):.1f}' y2='{base}' "
+                     "stroke='#dc2626' stroke-dasharray='4 3'/>")
         parts.append(f"<text x='{sx(opt_x) + 3:.1f}' y='{top + 10}' fill='#dc2626'>opt</text>")
+    pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys))
     parts.append(f"<polyline points='{pts}' fill='none' stroke='#2563eb' stroke-width='2'/>")
     parts += [f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='#2563eb'/>" for x, y in zip(xs, ys)]
-    parts.append(
-        f"<text x='{(left + width - right) / 2}' y='{height - 6}' text-anchor='middle'>"
-        f"{html.escape(xlabel)}</text>"
-    )
-    parts.append(
-        f"<text x='12' y='{(top + height - bottom) / 2}' text-anchor='middle' "
-        f"transform='rotate(-90 12 {(top + height - bottom) / 2})'>{html.escape(ylabel)}</text>"
-    )
+    mid = (top + base) / 2
+    parts.append(f"<text class='tripy-xtitle' x='{(left + width - right) / 2}' y='{height - 8}' "
+                 f"text-anchor='middle'>{html.escape(xlabel)}</text>")
+    parts.append(f"<text class='tripy-ytitle' x='{title_x}' y='{mid}' text-anchor='middle' dominant-baseline='middle' "
+                 f"transform='rotate(-90 {title_x} {mid})'>{html.escape(ylabel)}</text>")
     parts.append("</svg>")
     return "".join(parts)

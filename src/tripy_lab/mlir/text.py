@@ -514,16 +514,31 @@ class _Parser(Parser):
         locations = self.parse_comma_separated_list(self.Delimiter.SQUARE, self._parse_location)
         return FusedLoc(tuple(locations), metadata)
 
+    op_starts: dict[int, int] | None = None  # id(op) -> offset of its first token, when asked for
 
-def parse_module(text: str, *, resources: MutableMapping[str, bytes] | None = None, verify: bool = True) -> ModuleOp:
-    """Parse pretty or generic MLIR text (with optional alias lines and resource trailer)."""
+    def parse_operation(self):
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        if self.op_starts is not None:
+            self.op_starts[id(op)] = start
+        return op
+
+
+def parse_module(text: str, *, resources: MutableMapping[str, bytes] | None = None, verify: bool = True,
+                 op_starts: dict[int, int] | None = None) -> ModuleOp:
+    """Parse pretty or generic MLIR text (with optional alias lines and resource trailer).
+
+    ``op_starts`` (a dict) is filled with ``id(op) -> character offset`` of every parsed op, so that
+    errors found later (verification, engines) can point at the op's line and column."""
     body = text
     if (m := _TRAILER.search(text)) is not None:
         body = text[: m.start()]
         blobs = _parse_trailer(m.group(1))
         if resources is not None:
             resources.update(blobs)
-    module = _Parser(make_context(), body).parse_module()
+    parser = _Parser(make_context(), body)
+    parser.op_starts = op_starts
+    module = parser.parse_module()
     if verify:
         module.verify()
     return module

@@ -62,6 +62,22 @@ class Lowered:
                 resources=None if elide else self.program.resources)
         return self._text_cache[key]
 
+    @classmethod
+    def from_text(cls, text: str, like: Lowered | None = None, *, resources: dict | None = None) -> Lowered:
+        """Parse and verify MLIR text (e.g. an edited ``like.as_text(elide=False)``) into a Lowered to build.
+
+        Errors are TripyExceptions with ``.line``/``.column`` in ``text``. With ``like``, argument names,
+        origins and constant blobs (``dense_resource`` handles) come from it; inputs are read from ``@main``.
+        """
+        from tripy_lab.pipeline.mlir_edit import program_from_text
+
+        start = time.perf_counter()
+        program = program_from_text(text, like.program if like is not None else None, resources)
+        traced = like.traced if like is not None else None
+        if traced is not None and len(program.output_names) != len(like.program.output_names):
+            traced = None  # a different number of results: the original's return form no longer applies
+        return cls(program, time.perf_counter() - start, traced)
+
     def build(self, engine: str | None = None, optimization_level: int = 3) -> Built:
         check_optimization_level(optimization_level)
         name, reason = choose(engine)
