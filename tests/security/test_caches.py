@@ -217,3 +217,34 @@ def test_timing_cache_path_that_is_a_folder_is_an_error(caches):
     with pytest.raises(tp.TripyException, match="is a folder"):
         compile_xla(plus_one)
     shutil.rmtree(caches / "timing.cache")
+
+
+class FakeTrtConfig:
+    """Just the IBuilderConfig calls attach_timing_cache makes (TensorRT itself is never installed here)."""
+
+    def create_timing_cache(self, data):
+        return bytes(data)
+
+    def set_timing_cache(self, cache, ignore_mismatch):
+        self.loaded = cache
+        return True
+
+
+def test_tensorrt_timing_cache_is_read_only_from_your_own_file(tmp_path):
+    from tripy_lab.engine.tensorrt_profile import attach_timing_cache
+
+    path = tmp_path / "trt" / "timing.cache"
+    _, state = attach_timing_cache(FakeTrtConfig(), str(path))
+    assert state.status == "created" and os.stat(path.parent).st_mode & 0o777 == 0o700
+    path.write_bytes(b"tuned tactics")
+    config = FakeTrtConfig()
+    _, state = attach_timing_cache(config, str(path))
+    assert state.status == "loaded" and config.loaded == b"tuned tactics"
+    if os.geteuid() == 0:
+        os.chown(path, OTHER_UID, OTHER_UID)
+        config = FakeTrtConfig()
+        _, state = attach_timing_cache(config, str(path))
+        assert state.status == "rejected" and "owned by uid 54321" in state.error and config.loaded == b""
+        os.chown(path.parent, OTHER_UID, OTHER_UID)
+        with pytest.raises(tp.TripyException, match="tp.config.timing_cache_file_path"):
+            attach_timing_cache(FakeTrtConfig(), str(path))

@@ -101,7 +101,7 @@ def private_dir(path: str, parameter: str) -> str:
     return path
 
 
-def _read_checked(path: str) -> tuple[bytes | None, str]:
+def read_private_file(path: str) -> tuple[bytes | None, str]:
     """(bytes, "") or (None, why): no symlinks, owned by us, not writable by others."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -144,7 +144,7 @@ class EntryStore:
 
     def read(self, key: str) -> tuple[bytes | None, str]:
         """(payload, "") on a verified hit; (None, reason) on a miss."""
-        data, why = _read_checked(self.path(key))
+        data, why = read_private_file(self.path(key))
         if data is None:
             return None, why
         if not data.startswith(ENTRY_MAGIC):
@@ -191,7 +191,7 @@ class TimingCacheFile:
 
     def _load(self) -> tuple[dict, str]:
         empty = {"entries": {}, "blobs": {}}
-        data, why = _read_checked(self.path)
+        data, why = read_private_file(self.path)
         if data is None:
             return empty, "created" if why == "no entry" else f"rejected ({why}); replaced"
         try:
