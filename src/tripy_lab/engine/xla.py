@@ -77,6 +77,7 @@ import numpy as np
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
 from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+from tripy_lab.engine.xla_cache import AUTOTUNE_OPTION, XlaStore
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
@@ -227,8 +228,6 @@ class XlaCompiled(CompiledEngine):
                                      + why)
         self._store = None
         if options.compilation_cache_dir:
-            from tripy_lab.engine.xla_cache import XlaStore
-
             self._store = XlaStore(options.compilation_cache_dir, options.timing_cache_path)
             self._program_digest = self._store.program_digest(program)
         self.report.cache.update({**(self._store.report() if self._store else {"persistent_dir": "off"}),
@@ -429,6 +428,9 @@ class XlaCompiled(CompiledEngine):
                     if m and m.group(1) in options:
                         options.pop(m.group(1))
                         notes.append(f"dropped XLA option {m.group(1)} (unknown to this jaxlib)")
+                        continue
+                    if options.pop(AUTOTUNE_OPTION, None) is not None:  # the timing cache's autotune hook
+                        notes.append(f"compiled without {AUTOTUNE_OPTION} (it failed: {type(exc).__name__})")
                         continue
                     raise TripyException("XLA failed to compile the program.", [str(exc).splitlines()[0]]) from exc
                 t2 = time.perf_counter()
