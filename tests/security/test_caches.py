@@ -248,3 +248,14 @@ def test_tensorrt_timing_cache_is_read_only_from_your_own_file(tmp_path):
         os.chown(path.parent, OTHER_UID, OTHER_UID)
         with pytest.raises(tp.TripyException, match="tp.config.timing_cache_file_path"):
             attach_timing_cache(FakeTrtConfig(), str(path))
+
+
+def test_timing_cache_index_keeps_the_most_recent_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache.TimingCacheFile, "MAX_ROWS", 3)
+    index = cache.TimingCacheFile(str(tmp_path / "t" / "timing.cache"))
+    for i in range(5):
+        index.record(f"k{i}", label=f"x={i}")
+        index.body["entries"][f"k{i}"]["last_used"] = i
+    index.save()
+    again = cache.TimingCacheFile(str(tmp_path / "t" / "timing.cache"))
+    assert again.status == "loaded" and sorted(again.body["entries"]) == ["k2", "k3", "k4"]

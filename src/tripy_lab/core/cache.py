@@ -179,6 +179,7 @@ class TimingCacheFile:
     a digest of its body. A file that fails the checks is reported and rewritten, never trusted."""
 
     PARAMETER = "timing_cache_file_path"
+    MAX_ROWS = 4096  # the index keeps the most recently used entries (it is rewritten on every build)
 
     def __init__(self, path: str):
         path = os.path.abspath(os.path.expanduser(str(path)))
@@ -214,6 +215,10 @@ class TimingCacheFile:
         row["last_used"] = time.time()
 
     def save(self) -> None:
+        rows = self.body["entries"]
+        if len(rows) > self.MAX_ROWS:
+            keep = sorted(rows, key=lambda k: rows[k].get("last_used", 0), reverse=True)[:self.MAX_ROWS]
+            self.body["entries"] = {k: rows[k] for k in keep}
         text = json.dumps(self.body, sort_keys=True)
         doc = {"format": TIMING_FORMAT, "version": TIMING_VERSION, "sha256": digest(text), "body": self.body}
         write_atomic(self.path, json.dumps(doc, sort_keys=True).encode())
