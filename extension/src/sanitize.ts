@@ -14,6 +14,22 @@
  */
 import DOMPurify from 'dompurify';
 
+// Our own instance: the hook below must not change how anyone else's DOMPurify behaves.
+const purify = DOMPurify(window);
+// Values read from attributes DOMPurify is about to drop: it removes any attribute whose value looks like
+// markup (mXSS protection for HTML that is serialized and parsed again; we keep DOM nodes, never strings).
+// Op ids and tooltips are names and may look like anything: keep the op id aside, and keep the tooltip
+// (xlink:title is shown as plain text by the browser, never parsed or followed).
+const opIds = new WeakMap<Element, string>();
+purify.addHook('uponSanitizeAttribute', (node, data) => {
+  const raw = data.attrName === 'id' ? (node as Element).getAttribute('id') ?? '' : ''; // not trimmed
+  if (raw.startsWith('op-') && node.nodeName.toLowerCase() === 'g') {
+    opIds.set(node as Element, raw.slice(3));
+  } else if (data.attrName === 'xlink:title') {
+    data.forceKeepAttr = true;
+  }
+});
+
 const SVG_CONFIG = {
   USE_PROFILES: { svg: true, svgFilters: true },
   FORBID_TAGS: ['style', 'script', 'foreignObject', 'iframe', 'image', 'use', 'animate', 'set'],
@@ -35,15 +51,16 @@ export function dotText(text: string): string {
  * `id="op-X"`, or null when the text holds no <svg>.
  */
 export function sanitizeSvg(text: string): { svg: SVGSVGElement; nodeIds: Map<Element, string> } | null {
-  const fragment = DOMPurify.sanitize(text, SVG_CONFIG) as unknown as DocumentFragment;
+  const fragment = purify.sanitize(text, SVG_CONFIG) as unknown as DocumentFragment;
   const svg = fragment.querySelector('svg');
   if (!svg) {
     return null;
   }
   const nodeIds = new Map<Element, string>();
   svg.querySelectorAll('g.node').forEach(node => {
-    if (node.id.startsWith('op-')) {
-      nodeIds.set(node, node.id.slice(3));
+    const id = opIds.get(node);
+    if (id !== undefined) {
+      nodeIds.set(node, id);
     }
   });
   svg.querySelectorAll('[id]').forEach(node => node.removeAttribute('id'));

@@ -164,10 +164,15 @@ def untrusted_notebook(server, name: str, batches_: list[dict]) -> None:
     (server["root"] / name).write_text(json.dumps(nb))
 
 
-def check_notebook(lab, dialogs, n_views: int, shot: str) -> None:
+def check_notebook(lab, dialogs, arts: list[dict], shot: str) -> dict:
+    n_views = 2 * len(arts)
     views = lab.notebook.locator(".jp-OutputArea .tripy-crosswalk")
     expect(views).to_have_count(n_views, timeout=60_000)
     expect(lab.notebook.locator('[data-tripy-renderer="wasm"]')).to_have_count(n_views // 2, timeout=60_000)
+    # every op's node was found by its id, whatever its name, in graphviz's SVG and in the wasm drawing
+    matched = lab.page.evaluate("""() => [...document.querySelectorAll('.jp-OutputArea .tripy-crosswalk')]
+        .map(v => v.querySelectorAll('g.node[data-op-id]').length)""")
+    assert matched == [len(a["bundle"]["ops"]) for a in arts for _ in (0, 1)]
     assert lab.page.evaluate(CLICK_ALL_JS, ".jp-OutputArea") > n_views
     lab.page.wait_for_timeout(300)
     after = lab.page.evaluate(PROBE_JS)
@@ -193,7 +198,7 @@ def test_crosswalk_and_html_in_trusted_and_untrusted_notebooks(lab, dialogs, fir
     untrusted_notebook(lab.server, "untrusted.ipynb", arts)
     lab.open("untrusted.ipynb")
     before = lab.page.evaluate(PROBE_JS)
-    after = check_notebook(lab, dialogs, 2 * len(arts), "security-untrusted.png")
+    after = check_notebook(lab, dialogs, arts, "security-untrusted.png")
     assert after == before
 
     # trusted: the kernel displays the same outputs live; text/html is then inserted as is, so the lab's own
@@ -202,5 +207,5 @@ def test_crosswalk_and_html_in_trusted_and_untrusted_notebooks(lab, dialogs, fir
     lab.open("trusted.ipynb")
     before = lab.page.evaluate(PROBE_JS)
     lab.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    after = check_notebook(lab, dialogs, 2 * len(arts), "security-trusted.png")
+    after = check_notebook(lab, dialogs, arts, "security-trusted.png")
     assert after == before

@@ -94,7 +94,9 @@ class Trace:
         q = dot_quote
         node = {id(t): f'"in{i}"' for i, t in enumerate(self.inputs)}
         node.update({id(t): f'"op{i}"' for i, op in enumerate(self.ops) for t in op.outputs})
-        lines = ["digraph trace {", "  rankdir=TB;", '  node [fontname="monospace", fontsize=10];']
+        # Courier, not "monospace": the browser's wasm graphviz (16.1) crashes laying out some long labels
+        # in "monospace" (no metrics for that name); both graphviz builds have Courier's
+        lines = ["digraph trace {", "  rankdir=TB;", '  node [fontname="Courier", fontsize=10];']
         for t in self.inputs:
             style = 'shape=invhouse, style=filled, fillcolor="#dbeafe"'
             label = q(f"{t.name}\n{t.type_str()}")
