@@ -29,11 +29,13 @@ ENGINE_TABLES = {
     "reference": "tripy_lab.engine.reference",
     "xla": "tripy_lab.engine.xla_ops",
     "tensorrt": "tripy_lab.engine.tensorrt_layers",
+    "onnxruntime": "tripy_lab.engine.onnx_ops",
 }
 # Table entries that exist only to raise a clear error: (MLIR op, engine) -> why the engine cannot run it.
 ONLY_RAISES = {
     ("tensorrt.opaque_plugin", "reference"): "plugins need TensorRT",
     ("tensorrt.opaque_plugin", "xla"): "plugins need TensorRT",
+    ("tensorrt.opaque_plugin", "onnxruntime"): "plugins need TensorRT",
 }
 # Public names (or overloads) tripy-lab deliberately does not provide, and why.
 UNSUPPORTED = {
@@ -166,6 +168,89 @@ LAYERS: list[tuple[str, Callable]] = [
     ("GroupNorm", lambda tp: _mod("GroupNorm", 2, 4)(tp)(_x(tp, (1, 4, 3)))),
     ("InstanceNorm", lambda tp: _mod("InstanceNorm", 2)(tp)(_x(tp, (1, 2, 3)))),
 ]
+
+# nvtripy 0.1.7's parameter names (tripy-api.md): a name is "implemented" only when ours accepts every one of
+# them by that name (a ``*args``/``**kwargs`` dispatcher, as for the overloaded names, accepts any).
+_IN = ["input"]
+_RED = ["input", "dim", "keepdim"]
+_CONV = ["in_channels", "out_channels", "kernel_dims", "stride", "padding", "dilation", "groups", "bias", "dtype"]
+PARAMS: dict[str, list[str]] = {
+    "cast": ["input", "dtype"], "copy": ["input", "device"], "dequantize": ["input", "scale", "dtype", "dim"],
+    "quantize": ["input", "scale", "dtype", "dim"], "reshape": ["input", "shape"],
+    "transpose": ["input", "dim0", "dim1"], "flatten": ["input", "start_dim", "end_dim"],
+    "permute": ["input", "perm"], "squeeze": ["input", "dims"], "unsqueeze": ["input", "dim"],
+    "allclose": ["input", "other", "rtol", "atol"],
+    "arange (overload 1: start, stop, step)": ["start", "stop", "step", "dtype"],
+    "arange (overload 2: stop)": ["stop", "dtype"], "concatenate": ["tensors", "dim"], "cumsum": ["input", "dim"],
+    "equal": ["input", "other"], "expand": ["input", "sizes"], "flip": ["input", "dim"],
+    "full": ["shape", "value", "dtype"], "full_like": ["input", "value", "dtype"], "gather": ["input", "dim", "index"],
+    "iota": ["shape", "dim", "dtype"], "iota_like": ["input", "dim", "dtype"],
+    "masked_fill": ["input", "mask", "value"],
+    "ones": ["shape", "dtype"], "ones_like": ["input", "dtype"], "outer": ["vec1", "vec2"],
+    "pad": ["input", "pad", "mode", "value"],
+    "plugin (overload 1: TensorRT plugin)": ["name", "inputs", "output_info", "version", "namespace", "**kwargs"],
+    "repeat": ["input", "repeats", "dim"],
+    "resize (overload 1: output_shape)": ["input", "output_shape", "mode", "align_corners"],
+    "resize (overload 2: scales)": ["input", "scales", "mode", "align_corners"],
+    "softmax": ["input", "dim"], "split": ["input", "num_split_or_sizes", "dim"], "stack": ["tensors", "dim"],
+    "zeros": ["shape", "dtype"], "zeros_like": ["input", "dtype"], "where": ["condition", "input", "other"],
+    "tril": ["tensor", "diagonal"], "triu": ["tensor", "diagonal"], "maximum": ["lhs", "rhs"],
+    "minimum": ["lhs", "rhs"], "avgpool": ["input", "kernel_dims", "stride", "padding", "count_include_pad"],
+    "maxpool": ["input", "kernel_dims", "stride", "padding"], "all": _RED, "any": _RED, "argmax": _RED,
+    "argmin": _RED, "max": _RED, "mean": _RED, "min": _RED, "prod": _RED, "sum": _RED,
+    "topk": ["input", "k", "dim"], "var": _RED + ["correction"], "cos": _IN, "exp": _IN, "gelu": _IN, "log": _IN,
+    "relu": _IN, "rsqrt": _IN, "sigmoid": _IN, "silu": _IN, "sin": _IN, "sqrt": _IN, "tanh": _IN,
+    "compile": ["func", "optimization_level", "args", "kwargs"], "default_stream": ["device"],
+    "Linear": ["in_features", "out_features", "bias", "dtype", "quant_dtype", "weight_quant_dim"],
+    "LayerNorm": ["normalized_shape", "dtype", "eps"], "Embedding": ["num_embeddings", "embedding_dim", "dtype"],
+    "Sequential": ["*modules"], "Conv": _CONV, "ConvTranspose": _CONV, "BatchNorm": ["num_features", "dtype", "eps"],
+    "GroupNorm": ["num_groups", "num_channels", "dtype", "eps"], "InstanceNorm": ["num_channels", "dtype", "eps"],
+    "Tensor": ["data", "dtype", "device", "name"], "DimensionSize": ["data", "name"],
+    "NamedDimension": ["name", "min", "opt", "max"], "InputInfo": ["shape", "dtype"],
+    "DimensionInputInfo": ["value_bounds"], "device": ["device"],
+    "Tensor.cast": ["dtype"], "Tensor.reshape": ["shape"], "Tensor.transpose": ["dim0", "dim1"],
+    "Tensor.flatten": ["start_dim", "end_dim"], "Tensor.permute": ["perm"], "Tensor.squeeze": ["dims"],
+    "Tensor.unsqueeze": ["dim"], "Tensor.copy": ["device"], "Tensor.__dlpack__": ["stream"],
+    "Executable.save": ["path"], "Executable.load": ["path"], "Module.load_state_dict": ["state_dict", "strict"],
+    "logger.use_verbosity": ["verbosity"], "logger.indent": ["level"], "logger.log": ["message", "verbosity", "mode"],
+}
+
+
+def lacking_params(obj, wanted: list[str]) -> list[str]:
+    """nvtripy parameter names ``obj`` does not accept (``*name`` / ``**name``: needs ``*args`` / ``**kwargs``)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    names = {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    var_pos = any(p.kind is p.VAR_POSITIONAL for p in params)
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+    out = []
+    for w in wanted:
+        if w.startswith("**"):
+            ok = var_kw
+        elif w.startswith("*"):
+            ok = var_pos
+        else:
+            ok = w in names or (var_kw and var_pos)  # a (*args, **kwargs) overload dispatcher takes any
+        if not ok:
+            out.append(w)
+    return out
+
+
+def _callable_of(tp, name: str):
+    """The object whose signature a row's nvtripy parameters are checked against."""
+    base = name.split(" ")[0]
+    head, _, attr = base.partition(".")
+    if head == "Tensor" and attr:
+        from tripy_lab.frontend import ops
+
+        return ops.METHODS[attr] if attr in ops.METHODS else getattr(tp.Tensor, attr)
+    obj = getattr(tp, head)
+    return getattr(obj, attr) if attr else obj
+
 
 OTHER_CLASSES = ["Tensor", "DimensionSize", "Module", "Bounds", "NamedDimension", "InputInfo", "DimensionInputInfo",
                  "Stream", "Executable", "TripyException", "device"]
@@ -315,6 +400,12 @@ def build_rows() -> list[Row]:
             row.status = f"unsupported: {reason}" if reason else "missing"
             row.engines = {e: "—" for e in tables}
             continue
+        if row.name in PARAMS:
+            lacking = lacking_params(_callable_of(tp, row.name), PARAMS[row.name])
+            if lacking:
+                row.status = "missing parameter(s): " + ", ".join(f"`{p}`" for p in lacking)
+                row.engines = {e: "—" for e in tables}
+                continue
         row.status = "implemented"
         if row.example is None:
             row.engines = {e: "host" for e in tables}
@@ -351,11 +442,13 @@ def render(rows: list[Row]) -> str:
         "clear error the engine gives. `host` = runs in Python, without MLIR. The tensorrt column says the",
         "TensorRT engine's table has a layer builder for every op; that engine has never been run (TensorRT",
         "cannot be installed where tripy-lab is developed and tested).",
+        f"Implemented means every parameter nvtripy names is accepted under that name ({len(PARAMS)} "
+        "signatures checked).",
         "",
     ]
     counts = {"implemented": 0, "unsupported": 0, "missing": 0}
     for row in rows:
-        counts[row.status.split(":")[0]] += 1
+        counts[row.status.split(":")[0].split(" ")[0]] += 1
     lines.append(f"**{counts['implemented']} implemented, {counts['unsupported']} unsupported, "
                  f"{counts['missing']} missing.**")
     lines.append("")

@@ -34,7 +34,7 @@ def test_coverage_doc_is_up_to_date(coverage, rows):
 
 
 def test_every_tripy_name_is_implemented_or_explained(rows):
-    missing = [r.name for r in rows if r.status == "missing"]
+    missing = [f"{r.name} ({r.status})" for r in rows if r.status.startswith("missing")]
     assert not missing, f"Tripy names neither implemented nor listed as unsupported with a reason: {missing}"
     for r in rows:
         if r.status.startswith("unsupported"):
@@ -58,7 +58,18 @@ def test_examples_run_on_the_reference_engine(coverage, rows):
             assert np.asarray(t.eval()).shape == tuple(t.trace_tensor.shape), r.name
 
 
-@pytest.mark.parametrize("engine", ["reference", "xla", "tensorrt"])
+def test_implemented_names_accept_every_nvtripy_parameter(coverage, rows):
+    """The parameter check can fail (a stand-in lacking `dtype`), and every checked signature has a row."""
+    assert coverage.lacking_params(lambda input: None, ["input", "dtype"]) == ["dtype"]
+    assert coverage.lacking_params(lambda *a, **k: None, ["input", "dtype"]) == []
+    assert coverage.lacking_params(lambda name, **k: None, ["name", "*modules", "**kwargs"]) == ["*modules"]
+    names = {r.name for r in rows}
+    assert set(coverage.PARAMS) <= names, sorted(set(coverage.PARAMS) - names)
+    lin = next(r for r in rows if r.name == "Linear")
+    assert lin.status == "implemented"  # quant_dtype / weight_quant_dim (issue 8)
+
+
+@pytest.mark.parametrize("engine", ["reference", "xla", "tensorrt", "onnxruntime"])
 def test_engine_tables_cover_every_emitted_mlir_op(coverage, rows, engine):
     """Lists the MLIR ops our lowering emits that the engine's table still lacks."""
     table = coverage.engine_tables()[engine]

@@ -1,5 +1,5 @@
-"""The xla engine agrees with the reference interpreter: hypothesis draws concrete shapes inside each
-program's InputInfo bounds (and DimensionSize values inside their bounds) and random values."""
+"""The xla and onnxruntime engines agree with the reference interpreter: hypothesis draws concrete shapes
+inside each program's InputInfo bounds (and DimensionSize values inside their bounds) and random values."""
 
 import functools
 
@@ -50,9 +50,9 @@ PROGRAMS = {
 
 
 @functools.cache
-def executables(name):
+def executables(name, engine="xla"):
     func, args = PROGRAMS[name]
-    return tuple(tp.compile(func, args=args, engine=e) for e in ("reference", "xla"))
+    return tuple(tp.compile(func, args=args, engine=e) for e in ("reference", engine))
 
 
 def draw_args(data, infos):
@@ -83,11 +83,14 @@ def as_list(out):
     return [np.asarray(o).astype(np.float64) for o in (out if isinstance(out, tuple) else (out,))]
 
 
+@pytest.mark.parametrize("engine", ["xla", "onnxruntime"])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_xla_matches_reference(name, data):
-    ref, xla = executables(name)
+def test_xla_matches_reference(name, engine, data):
+    if engine == "onnxruntime":
+        pytest.importorskip("onnxruntime")
+    ref, xla = executables(name, engine)
     args = draw_args(data, PROGRAMS[name][1])
     half = any(i.dtype is F16 for i in PROGRAMS[name][1] if isinstance(i, tp.InputInfo))
     for r, x in zip(as_list(ref(*args)), as_list(xla(*args))):

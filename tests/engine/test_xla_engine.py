@@ -15,6 +15,8 @@ from test_xla_programs import ProgramBuilder, build, run_np
 from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, NamedDimension
 from tripy_lab.core.errors import TripyException
+from tripy_lab.engine.base import BuildOptions
+from tripy_lab.engine.xla import XlaEngine
 from tripy_lab.mlir import dialect as d
 from tripy_lab.mlir.attrs import tensor_type
 
@@ -47,21 +49,33 @@ def mlp_program(seed: int = 0):
     return b.program(out)
 
 
-def test_opt_shape_built_eagerly_others_on_first_use_and_cached():
+def test_profile_points_built_eagerly_others_on_first_use_and_cached():
     c = build(dynamic_program())
-    assert c.report.cache["shapes_built"] == ["x=2x4"]
+    assert c.report.cache["shapes_built"] == ["x=2x4", "x=1x4", "x=8x4"]  # opt, min, max
     assert c.report.cache["misses"] == 0
+    assert any("3 signatures compiled concurrently" in n for n in c.report.notes)
     for n in (1, 5, 8):
         a = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
         (out,) = run_np(c, a)
         np.testing.assert_allclose(out, np.exp(a) + 1, rtol=1e-6)
-    assert c.report.cache["shapes_built"] == ["x=2x4", "x=1x4", "x=5x4", "x=8x4"]
-    assert c.report.cache["misses"] == 3 and c.report.cache["hits"] == 0
+    assert c.report.cache["shapes_built"] == ["x=2x4", "x=1x4", "x=8x4", "x=5x4"]
+    assert c.report.cache["misses"] == 1 and c.report.cache["hits"] == 2
     for n in (1, 5, 8, 2):
         run_np(c, np.zeros((n, 4), np.float32))
-    assert c.report.cache["misses"] == 3 and c.report.cache["hits"] == 4
+    assert c.report.cache["misses"] == 1 and c.report.cache["hits"] == 6
     assert len(c.built_signatures) == 4
     assert any("first use" in n for n in c.report.notes)
+
+
+def test_build_shapes_opt_only_or_requested_list():
+    c = XlaEngine().build(dynamic_program(), BuildOptions(build_shapes="opt"))
+    assert c.report.cache["shapes_built"] == ["x=2x4"]
+    c = XlaEngine().build(dynamic_program(), BuildOptions(build_shapes=[{"x": (5, 4)}, {"x": (8, 4)}]))
+    assert c.report.cache["shapes_built"] == ["x=2x4", "x=1x4", "x=8x4", "x=5x4"]
+    (out,) = run_np(c, np.ones((5, 4), np.float32))
+    assert c.report.cache["misses"] == 0 and np.allclose(out, np.e + 1)
+    with pytest.raises(TripyException, match="outside its bounds"):
+        XlaEngine().build(dynamic_program(), BuildOptions(build_shapes=[{"x": (9, 4)}]))
 
 
 def test_shapes_outside_bounds_and_wrong_dtype_are_rejected():
@@ -94,14 +108,14 @@ def test_dimension_input_values_key_the_cache():
     shape = b.add(d.ConcatenationOp([n1, q], 0))
     y = b.add(d.ReshapeOp(x, tensor_type((None, None), "f32"), shape=shape))
     c = build(b.program(y))
-    assert c.report.cache["shapes_built"] == ["x=4, n=2"]
+    assert c.report.cache["shapes_built"] == ["x=4, n=2", "x=1, n=1", "x=16, n=4"]  # opt, min, max
     a = np.arange(8, dtype=np.float32)
     (o,) = run_np(c, a, np.array(4, np.int32))
     np.testing.assert_array_equal(o, a.reshape(4, 2))
     (o,) = run_np(c, a, np.array(2, np.int32))
     np.testing.assert_array_equal(o, a.reshape(2, 4))
     run_np(c, a, np.array(4, np.int32))
-    assert c.report.cache["shapes_built"] == ["x=4, n=2", "x=8, n=4", "x=8, n=2"]
+    assert c.report.cache["shapes_built"] == ["x=4, n=2", "x=1, n=1", "x=16, n=4", "x=8, n=4", "x=8, n=2"]
     assert c.report.cache["hits"] == 1
     with pytest.raises(TripyException, match="outside"):
         c.run([a, np.array(5, np.int32)])

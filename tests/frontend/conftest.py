@@ -3,6 +3,7 @@
 * ``reference``: the numpy interpreter (the oracle).
 * ``xla``: the xla engine as users get it. Eagerly evaluated tensors are built from small constants, which
   the engine folds in numpy while tracing (``xla_ops``' static path); compiled functions run in XLA.
+* ``onnxruntime``: the program lowered to ONNX and run by one onnxruntime session (``engine/onnx_*.py``).
 * ``xla-traced``: the xla engine with ``xla.FOLD_CONSTANTS = False``, so the same eager programs are traced
   and run by XLA (the jax translations every real input goes through).
 
@@ -31,7 +32,7 @@ def _scale_examples(test, monkeypatch):
         monkeypatch.setattr(test, "_hypothesis_internal_use_settings", settings(current, max_examples=n))
 
 
-@pytest.fixture(params=["reference", "xla", "xla-traced"], autouse=True)
+@pytest.fixture(params=["reference", "xla", "xla-traced", "onnxruntime"], autouse=True)
 def engine(request, monkeypatch):
     import tripy_lab as tp
 
@@ -41,6 +42,9 @@ def engine(request, monkeypatch):
         from tripy_lab.engine import xla
 
         monkeypatch.setattr(xla, "FOLD_CONSTANTS", request.param != "xla-traced")
+        _scale_examples(request.function, monkeypatch)
+    if name == "onnxruntime":  # one InferenceSession per eager evaluation: a fraction of the examples too
+        pytest.importorskip("onnxruntime")
         _scale_examples(request.function, monkeypatch)
     monkeypatch.setattr(tp.config, "engine", name)
     return name

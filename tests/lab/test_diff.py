@@ -68,7 +68,7 @@ def test_two_engines_diff_layers_outputs_and_timing(exes):
     markup = d.to_html()
     for key in ("trace", "mlir", "layers", "outputs", "timing"):
         assert f"tripy-diff-{key}" in markup
-    assert "median (ms)" in markup and "B/A median" in markup
+    assert "compute (ms)" in markup and "B/A compute" in markup
     assert markup == d._repr_html_()
 
 

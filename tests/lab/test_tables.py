@@ -51,11 +51,11 @@ def test_benchmark_frames_keep_precision_and_display_styled(exe):
     df = timing.benchmark(exe, ["opt", {"a": (4, 3)}], warmup=0, iters=3)
     assert isinstance(df, pd.DataFrame) and isinstance(df, tables.LabFrame)
     assert list(df["label"]) == ["opt", "a=4x3"]  # filled for explicit shapes too
-    raw = df["median_ms"][0]
+    raw = df["latency_ms"][0]
     assert isinstance(raw, float) and tables.sig3(raw) != repr(raw)  # the frame keeps every digit
     shown = df._repr_html_()
-    assert "median (ms)" in shown and tables.sig3(raw) in cells(shown)
-    assert "median (ms)" in repr(df) and "median_ms" in df.columns
+    assert "latency (ms)" in shown and tables.sig3(raw) in cells(shown)
+    assert "latency (ms)" in repr(df) and "latency_ms" in df.columns
     assert isinstance(df[df["iters"] > 0], tables.LabFrame)
 
 

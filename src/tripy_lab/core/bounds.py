@@ -87,6 +87,7 @@ class InputInfo:
             maxs.append(hi)
         self.shape_bounds = Bounds(tuple(mins), tuple(opts), tuple(maxs))
         self.dtype = dtype
+        check_named_dimensions({"shape": self})
 
     @property
     def rank(self) -> int:
@@ -155,6 +156,23 @@ class DimensionInputInfo:
     def to_json(self) -> dict:
         b = self.value_bounds
         return {"kind": "DimensionInputInfo", "min": b.min[0], "opt": b.opt[0], "max": b.max[0]}
+
+
+def check_named_dimensions(infos: dict) -> None:
+    """Every use of a NamedDimension name must carry the same bounds (the dims are one value at run time)."""
+    first: dict[str, tuple[str, tuple]] = {}
+    for param, info in infos.items():
+        if not isinstance(info, InputInfo):
+            continue
+        b = info.shape_bounds
+        for i, name in info.dimension_names.items():
+            where, bounds = f"{param}[{i}]", (b.min[i], b.opt[i], b.max[i])
+            seen = first.setdefault(name, (where, bounds))
+            if seen[1] != bounds:
+                raise_error(f"NamedDimension '{name}' is used with different bounds.",
+                            [f"{seen[0]} has bounds (min, opt, max) = {seen[1]}, but {where} has {bounds}.",
+                             "Dims sharing a name are one value at run time: give them the same bounds, "
+                             "or different names."])
 
 
 def info_from_json(data: dict) -> InputInfo | DimensionInputInfo:

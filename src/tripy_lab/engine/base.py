@@ -36,6 +36,9 @@ class BuildOptions:
     optimization_level: int = 3
     timing_cache_path: str | None = None  # TensorRT timing cache file
     compilation_cache_dir: str | None = None  # xla persistent cache
+    # Which input signatures the build compiles up front (xla): "profile" = opt, min and max (concurrently),
+    # "opt" = opt only; or a list of {arg name: shape (or value, for DimensionInputInfo)} dicts besides them.
+    build_shapes: Any = "profile"
 
 
 @dataclass
@@ -48,6 +51,23 @@ class BuildReport:
     cache: dict[str, Any] = field(default_factory=dict)  # e.g. {"timing_cache": "none", "hits": 1}
     notes: list[str] = field(default_factory=list)
     extra_stages: dict[str, str] = field(default_factory=dict)  # e.g. {"stablehlo": "..."}
+
+
+@dataclass
+class EngineProfile:
+    """What a profiling run measured: per-call compute time and per-layer time (seconds).
+
+    ``compute_s``: one entry per profiled call, the time the engine's work took (GPU: from the first
+    kernel's start to the last kernel's end, from the profiler's device trace; CPU: the span of the
+    computation's own events, or its wall time). ``layer_s``: layer name -> seconds per call (median)
+    (a layer's kernels summed), for the layer table ``layers`` of the executable that ran.
+    """
+
+    compute_s: list[float]
+    layer_s: dict[str, float]
+    layers: list[LayerRecord]
+    method: str
+    notes: list[str] = field(default_factory=list)
 
 
 class CompiledEngine(ABC):
@@ -68,6 +88,25 @@ class CompiledEngine(ABC):
 
     def synchronize(self) -> None:
         """Block until queued device work is done (GPU engines); timing uses it."""
+
+    last_profile: EngineProfile | None = None  # set by the lab's timing runs; the Engine tab shows it
+
+    def to_device(self, array: Any) -> Any:
+        """A data argument as this engine's resident input (GPU engines upload it once), for timing."""
+        return array
+
+    def profile(self, args: Sequence[Any], calls: int = 10) -> EngineProfile:
+        """Run ``calls`` synchronized calls and measure them. Engines with a device timer override this;
+        the default is the wall time of ``run`` + ``synchronize`` and no per-layer times."""
+        import time
+
+        times = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            self.run(args)
+            self.synchronize()
+            times.append(time.perf_counter() - start)
+        return EngineProfile(times, {}, self.layers, "host wall time of run() + synchronize() (no device timer)")
 
 
 class Engine(ABC):

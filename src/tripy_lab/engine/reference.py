@@ -15,7 +15,7 @@ import numpy as np
 from tripy_lab.core import dtypes
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
 from tripy_lab.engine.reference_nn import TABLE_NN
 from tripy_lab.mlir.dialect import attr_value
 
@@ -371,12 +371,26 @@ class ReferenceCompiled(CompiledEngine):
     def layers(self) -> list[LayerRecord]:
         return self._layers
 
-    def run(self, args: Sequence) -> list[np.ndarray]:
+    def profile(self, args: Sequence, calls: int = 10) -> EngineProfile:
+        """Wall time of each call and of each MLIR op (one layer per op) in the interpreter."""
+        per_op = [0.0] * len(self._ops)
+        compute = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            self.run(args, per_op)
+            compute.append(time.perf_counter() - start)
+        layer_s = {ly.name: t / calls for ly, t in zip(self._layers, per_op)}
+        return EngineProfile(compute, layer_s, self._layers, "CPU: wall time of the interpreter, per MLIR op")
+
+    def run(self, args: Sequence, op_times: list[float] | None = None) -> list[np.ndarray]:
         main = self.program.main()
         env: dict = {}
         for arg, value in zip(main.body.block.args, args):
             env[arg] = to_host(value)
-        for op in self._ops:
+        clock = time.perf_counter
+        for k, op in enumerate(self._ops):
+            if op_times is not None:
+                t0 = clock()
             try:
                 out = TABLE[op.name](op, [env[v] for v in op.operands], env, self.program)
             except TripyException as exc:
@@ -395,6 +409,8 @@ class ReferenceCompiled(CompiledEngine):
             outs = out if isinstance(out, list) else [out]
             for res, val in zip(op.results, outs):
                 env[res] = np.asarray(val)
+            if op_times is not None:
+                op_times[k] += clock() - t0
         ret = main.body.block.last_op
         return [env[v] for v in ret.operands]
 

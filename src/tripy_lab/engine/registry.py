@@ -14,6 +14,7 @@ ENGINES: dict[str, str] = {
     "reference": "tripy_lab.engine.reference:ReferenceEngine",
     "xla": "tripy_lab.engine.xla:XlaEngine",
     "tensorrt": "tripy_lab.engine.tensorrt:TensorRTEngine",
+    "onnxruntime": "tripy_lab.engine.onnx_runtime:OnnxRuntimeEngine",
 }
 
 

@@ -65,9 +65,11 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 import re
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,8 +78,8 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
-from tripy_lab.engine.xla_cache import AUTOTUNE_OPTION, XlaStore
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
+from tripy_lab.engine.xla_cache import XlaStore
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
@@ -175,6 +177,7 @@ class _Built:
     _layers: list[LayerRecord] | None = None
     _hlo: str | None = None
     notes: list[str] = field(default_factory=list)
+    rejected: str = ""  # why a persistent cache entry was not used (swapped, truncated, ...)
 
     @property
     def hlo(self) -> str:
@@ -204,6 +207,10 @@ class XlaCompiled(CompiledEngine):
         self._arg_types = [shape_of(a.type) for a in self._block_args]
         self._x64 = self._uses_64bit()
         self._plans = self._plan()
+        from tripy_lab.engine.xla_attention import find
+
+        self._attention = {m.ops[-1]: m for m in find(program.ops())}
+        self._fused_away = {i for m in self._attention.values() for i in m.removed}
         self._op_names = {p.index: p.trace_name for p in self._plans if p.trace_name}
         self._lines = {p.trace_name: p.line for p in self._plans if p.trace_name and p.line}
         ret = main.body.block.last_op
@@ -239,9 +246,10 @@ class XlaCompiled(CompiledEngine):
         self._opt: _Built | None = None
         self._key_simple = not self._dim_pos
 
-        shapes, dims = self._opt_signature()
-        if shapes is not None:
-            self._opt = self._build(shapes, dims, "opt")
+        wanted = self._wanted_signatures(options.build_shapes)
+        if wanted:
+            built = self._build_many(wanted)
+            self._opt = built[0]
             self.report.extra_stages["stablehlo"] = self._opt.lowered.as_text()
             self.report.extra_stages["hlo"] = self._opt.hlo
         else:
@@ -310,19 +318,56 @@ class XlaCompiled(CompiledEngine):
                 lifted.append(p.index)
         return consts, lifted
 
-    def _opt_signature(self):
+    def _point_signature(self, point: str = "opt", given: dict | None = None):
+        """(shapes, dims) at a profile point ("min"/"opt"/"max"), or of ``given`` ({arg: shape or value},
+        others at opt); (None, None) when an argument has no shape profile."""
+        given = given or {}
         shapes, dims = [], []
         for i in self._data_pos:
-            info = self.program.input_infos.get(self._arg_names[i])
-            if isinstance(info, InputInfo):
-                shapes.append(tuple(info.shape_bounds.opt))
+            name = self._arg_names[i]
+            info = self.program.input_infos.get(name)
+            if name in given:
+                shapes.append(tuple(int(d) for d in given[name]))
+            elif isinstance(info, InputInfo):
+                shapes.append(tuple(getattr(info.shape_bounds, point)))
             elif all(d is not None for d in self._arg_types[i]):
                 shapes.append(tuple(self._arg_types[i]))
             else:
                 return None, None
         for i in self._dim_pos:
-            dims.append(int(self.program.input_infos[self._arg_names[i]].value_bounds.opt[0]))
+            name = self._arg_names[i]
+            value = given.get(name, getattr(self.program.input_infos[name].value_bounds, point)[0])
+            dims.append(int(value[0] if isinstance(value, (tuple, list)) else value))
         return shapes, dims
+
+    def _wanted_signatures(self, build_shapes) -> list[tuple[list, list, str]]:
+        """What ``build`` compiles: opt first, then min and max (``build_shapes="profile"``, the default) or
+        opt only (``"opt"``), plus any shapes given as a list of {arg: shape} dicts."""
+        points = ("opt",) if build_shapes == "opt" else ("opt", "min", "max")
+        out, seen = [], set()
+        for point in points:
+            shapes, dims = self._point_signature(point)
+            if shapes is None:
+                return []
+            if self._sig(shapes, dims) not in seen:
+                seen.add(self._sig(shapes, dims))
+                out.append((shapes, dims, point))
+        if not isinstance(build_shapes, str):
+            for given in build_shapes or ():
+                shapes, dims = self._point_signature("opt", given)
+                self._validate_signature(shapes, dims)
+                if self._sig(shapes, dims) not in seen:
+                    seen.add(self._sig(shapes, dims))
+                    out.append((shapes, dims, "requested"))
+        return out
+
+    def _validate_signature(self, shapes, dims) -> None:
+        args: list = [None] * len(self._block_args)
+        for i, s in zip(self._data_pos, shapes):
+            args[i] = np.zeros(s, self._arg_dtypes[i])
+        for i, v in zip(self._dim_pos, dims):
+            args[i] = np.asarray(v, np.int32)
+        self._validate(args)
 
     # ------------------------------------------------------------------------------------ tracing
     def _make_fn(self, dims: Sequence[int]):
@@ -336,12 +381,18 @@ class XlaCompiled(CompiledEngine):
         dim_values = {block_args[i]: np.asarray(v, dtype=self._arg_dtypes[i]) for i, v in zip(dim_pos, dims)}
         outputs, lifted_idx = self._outputs, self._lifted
 
+        attention, fused_away, by_index = self._attention, self._fused_away, {p.index: p for p in plans}
+        shape_read = {i for m in attention.values() for i in m.shape_read}
+        platform = self.device.platform
+        fusions: list[str] = []
+
         def main(*flat):
             env: dict = dict(dim_values)
             for k, i in enumerate(data_pos):
                 env[block_args[i]] = flat[k]
             lifted = dict(zip(lifted_idx, flat[len(data_pos):]))
-            for p in plans:
+
+            def run_plan(p):
                 op = p.op
                 vals = [env[v] for v in op.operands]
                 static = p.static_ok and p.index not in lifted and all(isinstance(v, np.ndarray) for v in vals)
@@ -355,9 +406,79 @@ class XlaCompiled(CompiledEngine):
                     results = self._check(p, ctx, results)
                 for res, val in zip(op.results, results):
                     env[res] = val
+
+            for p in plans:
+                if p.index in fused_away:  # part of an attention pattern: run there, fused or op by op
+                    if p.index in shape_read:
+                        self._abstract_results(p, env, program)
+                    continue
+                m = attention.get(p.index)
+                if m is None:
+                    run_plan(p)
+                    continue
+                how = self._run_attention(m, env, by_index, platform)
+                fusions.append(how or "unfused")
+                if how is None:
+                    for i in m.ops:
+                        run_plan(by_index[i])
             return tuple(jnp.asarray(env[v]) for v in outputs)
 
+        main.fusions = fusions
         return main
+
+    @staticmethod
+    def _abstract_results(p: _OpPlan, env: dict, program) -> None:
+        """Shape/dtype stand-ins for a fused-away op's results, for the ``tensorrt.shape`` ops that read them
+        (replaced by the real values if the pattern then runs op by op)."""
+        import jax
+        import jax.numpy as jnp
+
+        from tripy_lab.engine.xla_ops import OpContext
+
+        vals = [env[v] for v in p.op.operands]
+        dyn = [i for i, v in enumerate(vals) if not isinstance(v, np.ndarray)]
+        ctx = OpContext(p.op, p.index, env, jnp, program, p.line, p.trace_name, p.location)
+
+        def f(*a):
+            vv = list(vals)
+            for i, x in zip(dyn, a):
+                vv[i] = x
+            return tuple(p.fn(p.op, vv, ctx))
+
+        outs = jax.eval_shape(f, *[vals[i] for i in dyn])
+        for res, val in zip(p.op.results, outs):
+            env[res] = val
+
+    def _run_attention(self, m, env, by_index, platform) -> str | None:
+        """Run one attention match fused (the implementation's name) or return None (the caller runs it op
+        by op). One named scope holds the scopes of every op of the pattern, so the layer table maps the
+        fused kernel to all of them."""
+        import jax
+
+        from tripy_lab.engine import xla_attention
+
+        how = xla_attention.plan(m, env, platform, program=self.program)
+        if how is None:
+            return None
+        last = by_index[m.ops[-1]]
+        ctx_shape = tuple(m.out.type.get_shape())
+        try:
+            with jax.named_scope("attention_" + "_".join(by_index[i].scope for i in m.ops)):
+                packed = xla_attention.packed_qkv(m, env, self.program) if len(m.out.type.get_shape()) == 4 \
+                    and xla_attention.SPLIT_PACKED else None
+                if packed is not None:
+                    out = xla_attention.run(*packed, **how, btnh=True)
+                    how = {**how, "implementation": how["implementation"] + ", split qkv"}
+                else:
+                    out = xla_attention.run(env[m.q], env[m.k], env[m.v], **how)
+        except Exception as exc:  # a configuration the fused kernel refuses while tracing: run op by op
+            self.report.notes.append(f"attention at {last.trace_name or last.index} not fused: "
+                                     f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            return None
+        if tuple(out.shape) != tuple(d if d >= 0 else s for d, s in zip(ctx_shape, out.shape)):
+            return None
+        env[m.out] = out.astype(np.dtype(env[m.q].dtype))
+        return how["implementation"] + (", causal" if how["causal"] else "")
 
     @staticmethod
     def _apply(p: _OpPlan, vals, ctx):
@@ -394,6 +515,61 @@ class XlaCompiled(CompiledEngine):
         return tuple(tuple(s) for s in shapes), tuple(int(d) for d in dims)
 
     def _build(self, shapes, dims, why: str) -> _Built:
+        return self._build_many([(shapes, dims, why)])[0]
+
+    def _build_many(self, wanted: list[tuple[list, list, str]]) -> list[_Built]:
+        """Lower each signature (Python, one after another) and compile them concurrently on a thread pool
+        (XLA compiles without the GIL; each compile starts once its signature is lowered); register in order."""
+        def lower(shapes, dims, why):
+            try:
+                return self._lower(shapes, dims)
+            except TripyException as exc:
+                if why == wanted[0][2]:  # the first (opt) signature must build; the others may fail here
+                    raise
+                self.report.notes.append(f"{why} signature not built: {exc.summary} (it fails on first use)")
+                return None
+
+        def compile_or_note(lw):
+            try:
+                return self._compile(*lw)
+            except TripyException as exc:
+                return exc
+
+        if len(wanted) == 1:
+            lw = lower(*wanted[0])
+            done = [(wanted[0][2], compile_or_note(lw))]
+        else:  # each compile starts as soon as its signature is lowered, so lowering overlaps compiling
+            with ThreadPoolExecutor(max_workers=min(len(wanted), os.cpu_count() or 1)) as pool:
+                futures = []
+                for w in wanted:
+                    lw = lower(*w)
+                    if lw is not None:
+                        futures.append((w[2], pool.submit(compile_or_note, lw)))
+                done = [(why, f.result()) for why, f in futures]
+        if isinstance(done[0][1], TripyException):
+            raise done[0][1]
+        results = [b for _, b in done]
+        out = []
+        for why, built in done:
+            if isinstance(built, TripyException):
+                self.report.notes.append(f"{why} signature not built: {built.summary}")
+                continue
+            self._execs[built.key] = built
+            c = self.report.cache
+            c["persistent_hits"] += built.persistent == "hit"
+            c["persistent_misses"] += built.persistent == "miss"
+            if built.rejected:
+                c["persistent_rejected"].append({"signature": built.label, "reason": built.rejected})
+            c["shapes_built"].append(built.label)
+            self.report.notes.extend(built.notes)
+            self.report.notes.append(f"built {built.label} ({why}): lower {built.lower_s:.3f}s, compile "
+                                     f"{built.compile_s:.3f}s, persistent cache {built.persistent}")
+            out.append(built)
+        if len(results) > 1:
+            self.report.notes.append(f"{len(results)} signatures compiled concurrently")
+        return out
+
+    def _lower(self, shapes, dims):
         jax = self._jax
         label = _fmt_sig([self._arg_names[i] for i in self._data_pos], shapes,
                          [self._arg_names[i] for i in self._dim_pos], dims)
@@ -408,53 +584,56 @@ class XlaCompiled(CompiledEngine):
         avals = [jax.ShapeDtypeStruct(tuple(s), self._arg_dtypes[i]) for s, i in zip(shapes, self._data_pos)]
         avals += [jax.ShapeDtypeStruct(c.shape, c.dtype) for c in self._consts]
         options = dict(self._xla_options)
+        jitted = jax.jit(fn, compiler_options=options or None)
+        with _compile_contexts(self._x64):
+            t0 = time.perf_counter()
+            lowered = jitted.lower(*avals)
+        if fn.fusions:
+            fused = [f for f in fn.fusions if f != "unfused"]
+            self.report.notes.append(f"{label}: attention {len(fused)} of {len(fn.fusions)} pattern(s) fused"
+                                     + (f" ({', '.join(sorted(set(fused)))})" if fused else ""))
+        return shapes, dims, label, fn, avals, options, jitted, lowered, time.perf_counter() - t0
+
+    def _compile(self, shapes, dims, label, fn, avals, options, jitted, lowered, lower_s) -> _Built:
+        jax = self._jax
         notes = []
         store, key, cached, missed = self._store, None, None, ""
-        if store is not None:
-            options.update(store.autotune_options(self.device.platform))
+        # the timing cache's GPU autotuning folder, given at compile time only (not part of the key)
+        extra = store.autotune_options(self.device.platform) if store is not None else {}
         while True:
-            jitted = jax.jit(fn, compiler_options=options or None)
             with _compile_contexts(self._x64):
-                t0 = time.perf_counter()
-                lowered = jitted.lower(*avals)
                 t1 = time.perf_counter()
                 if store is not None and key is None:
                     key = store.key(self._program_digest, lowered, label, self._xla_options, self._x64, self.device)
                     cached, missed = store.load(key, lowered, self.device)
                 try:
-                    compiled = cached or lowered.compile()
+                    compiled = cached or (lowered.compile(compiler_options=extra) if extra else lowered.compile())
                 except Exception as exc:  # an option this jaxlib does not know: drop it and retry
                     m = re.search(r"No such compile option: '(\w+)'", str(exc))
                     if m and m.group(1) in options:
                         options.pop(m.group(1))
                         notes.append(f"dropped XLA option {m.group(1)} (unknown to this jaxlib)")
+                        jitted = jax.jit(fn, compiler_options=options or None)
+                        lowered = jitted.lower(*avals)
                         continue
-                    if options.pop(AUTOTUNE_OPTION, None) is not None:  # the timing cache's autotune hook
-                        notes.append(f"compiled without {AUTOTUNE_OPTION} (it failed: {type(exc).__name__})")
+                    if extra:  # the autotune hook failed: compile without it
+                        notes.append(f"compiled without the timing cache's autotune folder ({type(exc).__name__})")
+                        extra = {}
                         continue
                     raise TripyException("XLA failed to compile the program.", [str(exc).splitlines()[0]]) from exc
                 t2 = time.perf_counter()
             break
-        persistent = "off" if store is None else ("hit" if cached is not None else "miss")
+        persistent, rejected = "off" if store is None else ("hit" if cached is not None else "miss"), ""
         if persistent == "miss":
             if missed != "no entry":
-                self.report.cache["persistent_rejected"].append({"signature": label, "reason": missed})
+                rejected = missed
                 notes.append(f"persistent cache entry for {label} rejected: {missed}; replaced")
             if stored := store.save(key, compiled, label):
                 notes.append(f"persistent cache: {stored}")
         if store is not None:
             store.record(key, label, hit=cached is not None)
-        built = _Built(self._sig(shapes, dims), label, cached or jitted, compiled, lowered, t1 - t0, t2 - t1,
-                       persistent, notes=notes)
-        self._execs[built.key] = built
-        c = self.report.cache
-        c["persistent_hits"] += persistent == "hit"
-        c["persistent_misses"] += persistent == "miss"
-        c["shapes_built"].append(label)
-        self.report.notes.extend(notes)
-        self.report.notes.append(f"built {label} ({why}): lower {t1 - t0:.3f}s, compile {t2 - t1:.3f}s, "
-                                 f"persistent cache {persistent}")
-        return built
+        return _Built(self._sig(shapes, dims), label, cached or jitted, compiled, lowered, lower_s, t2 - t1,
+                      persistent, notes=notes, rejected=rejected)
 
     def _validate(self, args) -> tuple[list, list, list]:
         """Concrete (shapes, dims, converted data args) of a call; checks dtypes and bounds."""
@@ -573,6 +752,33 @@ class XlaCompiled(CompiledEngine):
     def synchronize(self) -> None:
         if self._last is not None:
             self._jax.block_until_ready(self._last)
+
+    def to_device(self, array: Any) -> Any:
+        return self._jax.device_put(self._to_jax_compatible(array), self.device)
+
+    def profile(self, args: Sequence[Any], calls: int = 10) -> EngineProfile:
+        """Device time per call and per layer, from jax's profiler (see ``xla_profile``)."""
+        from tripy_lab.engine.xla_profile import profile_calls
+
+        self.run(args)  # builds this signature if it is new
+        self.synchronize()
+        shapes, dims, _ = self._validate(args)
+        layers = list(self.layers_for(self._execs[self._sig(shapes, dims)]))
+        times = profile_calls(lambda: self.run(args), self.synchronize, calls, layers)
+        if times is None:
+            prof = super().profile(args, calls)
+            prof.notes.append("the XLA profiler gave no events (another profiler session active?)")
+            return prof
+        known = {ly.name for ly in layers}
+        for op in times.op_s:
+            if op not in known:  # an instruction the layer table does not list: keep its time visible
+                layers.append(LayerRecord(name=op, kind="unlisted", source_ops=(), source_lines=(),
+                                          output_shapes=(), output_dtypes=()))
+        where = ("device time from the XLA profiler's GPU kernel trace (first kernel start to last kernel end)"
+                 if self.device.platform != "cpu" else
+                 "CPU: span of the XLA thunk events of each call (XLA profiler)")
+        return EngineProfile(times.compute_s, {ly.name: times.op_s.get(ly.name, 0.0) for ly in layers}, layers,
+                             where, times.notes)
 
     # ------------------------------------------------------------------------------------ describing
     @property

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import os
 import tempfile
+import threading
 from typing import Any
 
 from tripy_lab.core.cache import EntryStore, TimingCacheFile, digest
@@ -30,6 +31,7 @@ class XlaStore:
         self.entries = EntryStore(folder, "compilation_cache_dir")
         self.timing = TimingCacheFile(timing_path) if timing_path else None
         self._autotune_dir: str | None = None
+        self._lock = threading.Lock()  # signatures compile concurrently; the index and autotune folder are shared
 
     @staticmethod
     def program_digest(program) -> str:
@@ -82,6 +84,10 @@ class XlaStore:
         """GPU: an XLA per-fusion autotune folder filled from the timing cache file (empty on CPU)."""
         if self.timing is None or platform == "cpu":
             return {}
+        with self._lock:
+            return self._autotune_folder()
+
+    def _autotune_folder(self) -> dict:
         if self._autotune_dir is None:
             self._autotune_dir = tempfile.mkdtemp(prefix="tripy-autotune-")
         for name, blob in self.timing.body["blobs"].get("autotune", {}).items():
@@ -93,6 +99,10 @@ class XlaStore:
     def record(self, key: str, label: str, hit: bool) -> None:
         if self.timing is None:
             return
+        with self._lock:
+            self._record(key, label, hit)
+
+    def _record(self, key: str, label: str, hit: bool) -> None:
         path = self.entries.path(key)
         self.timing.record(key, label=label, entry=path, bytes=os.path.getsize(path) if os.path.exists(path) else 0,
                            hit=hit)

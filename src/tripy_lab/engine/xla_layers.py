@@ -175,6 +175,8 @@ def _kind(instr: HloInstr, module: HloModule) -> tuple[str, str]:
         if "cublas" in low or "matmul" in low or "gemm" in low:
             lib = "cuBLAS" if "cublas" in low else ("oneDNN" if "onednn" in low else "library")
             return f"GEMM ({lib})", target
+        if "fmha" in low or "attention" in low:
+            return "attention (cuDNN)" if "cudnn" in low else "attention", target
         if "cudnn" in low and "conv" in low:
             return "convolution (cuDNN)", target
         if "onednn" in low and "conv" in low:

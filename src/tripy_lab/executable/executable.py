@@ -201,6 +201,32 @@ class Executable:
     def synchronize(self) -> None:
         self._compiled.synchronize()
 
+    def engine_args(self, *args, **kwargs) -> list:
+        """The engine's arguments for this call (argument order, checked as ``__call__`` checks them)."""
+        values = self._bind(args, kwargs)
+        return [self._checked_arg(spec, value) for spec, value in zip(self._specs, values)]
+
+    def export_onnx(self, path: str) -> str:
+        """Write the program as an ONNX model (one graph for the whole profile, checked by onnx.checker).
+
+        The same graph the ``onnxruntime`` engine runs; feed it to ``trtexec_command()`` or Netron.
+        """
+        from tripy_lab.engine.onnx_export import export_onnx
+
+        return export_onnx(self._program, path, getattr(self._compiled, "lowering", None))
+
+    def trtexec_command(self, onnx_path: str = "model.onnx") -> str:
+        """``trtexec --onnx=... --minShapes/--optShapes/--maxShapes`` for this Executable's InputInfos."""
+        from tripy_lab.engine.onnx_export import trtexec_command
+
+        return trtexec_command(self._program, onnx_path)
+
+    def polygraphy_command(self, onnx_path: str = "model.onnx") -> str:
+        """``polygraphy run ... --trt --onnxrt`` with the same min/opt/max shapes."""
+        from tripy_lab.engine.onnx_export import polygraphy_command
+
+        return polygraphy_command(self._program, onnx_path)
+
     def save(self, path: str) -> None:
         """Write the program and metadata as JSON; ``Executable.load(path)`` rebuilds it."""
         from tripy_lab.executable import serialize

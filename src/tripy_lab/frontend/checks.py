@@ -53,6 +53,32 @@ def check_int(fn: str, param: str, value) -> int:
     return int(value)
 
 
+def check_float(fn: str, param: str, value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise_error(f"Could not find an implementation for function: '{fn}'.",
+                    [f"For parameter: '{param}', expected an instance of type: 'float' "
+                     f"but got argument of type: '{type(value).__name__}'."])
+    return float(value)
+
+
+def check_ints(fn: str, **values) -> None:
+    """Each keyword is an int parameter of ``fn`` (a layer's constructor): sizes, channel and group counts."""
+    for param, value in values.items():
+        check_int(fn, param, value)
+
+
+def check_sequence(fn: str, param: str, value, what: str = "int", intlike: bool = False) -> list:
+    """A list/tuple of ints (``intlike``: ints or DimensionSizes), else the overload error naming the parameter."""
+    ok = isinstance(value, (list, tuple)) and all(
+        (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)))
+        or (intlike and isinstance(v, DimensionSize)) for v in value)
+    if not ok:
+        raise_error(f"Could not find an implementation for function: '{fn}'.",
+                    [f"For parameter: '{param}', expected an instance of type: 'Sequence[{what}]' "
+                     f"but got argument: {value!r} of type: '{type(value).__name__}'."])
+    return list(value)
+
+
 def norm_dim(fn: str, dim, rank: int, param: str = "dim") -> int:
     dim = check_int(fn, param, dim)
     if not -rank <= dim < rank:

@@ -9,6 +9,7 @@ from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_init, ops_shape
 from tripy_lab.frontend.build import make1
+from tripy_lab.frontend.checks import check_ints, check_sequence
 from tripy_lab.frontend.tensor import Tensor
 
 
@@ -18,7 +19,7 @@ class DefaultParameter:
     optional = False
 
     def __init__(self, shape, dtype):
-        self.shape = tuple(shape)
+        self.shape = None if shape is None else tuple(shape)
         self.dtype = dtype
 
     def __repr__(self) -> str:
@@ -36,7 +37,9 @@ class Module:
     """Base class: parameters and child modules are registered by attribute assignment."""
 
     def __init__(self):
-        self.__signature__ = inspect.signature(self.forward)
+        # Programs written for older Tripy override __call__ instead of forward: their signature is __call__'s.
+        overrides_call = type(self).__call__ is not Module.__call__
+        self.__signature__ = inspect.signature(self.__call__ if overrides_call else self.forward)
 
     def __setattr__(self, name: str, value) -> None:
         current = self.__dict__.get(name)
@@ -106,8 +109,9 @@ class Module:
 
     def initialize_dummy_parameters(self) -> None:
         for key, value in self.state_dict().items():
-            if isinstance(value, DefaultParameter):
-                self._set_by_key(key, ops_init.ones(value.shape, value.dtype))
+            # Required placeholders only: a dummy input_scale would quietly clamp a Linear's inputs.
+            if type(value) is DefaultParameter:
+                self._set_by_key(key, ops_init.ones(value.shape or (), value.dtype))
 
     def __call__(self, *args, **kwargs):
         unset = [k for k, v in self.state_dict().items() if type(v) is DefaultParameter]
@@ -122,7 +126,7 @@ class Module:
     def __str__(self) -> str:
         lines = [f"{type(self).__name__}("]
         for name, p in self.named_parameters():
-            shape = tuple(p.shape) if isinstance(p, DefaultParameter) else p.trace_tensor.shape
+            shape = p.shape if isinstance(p, DefaultParameter) else p.trace_tensor.shape
             lines.append(f"    {name}: Parameter = (shape={shape}, dtype={p.dtype}),")
         for name, child in self.named_children():
             lines.append(f"    {name}: Module = " + str(child).replace("\n", "\n    ") + ",")
@@ -132,25 +136,66 @@ class Module:
 def _check_compatible(name: str, old, new: Tensor) -> None:
     if not isinstance(new, Tensor):
         raise_error("Unrecognized type for module parameter.", [f"For parameter: {name}, got: {type(new).__name__}."])
-    old_shape = tuple(old.shape) if isinstance(old, DefaultParameter) else old.trace_tensor.shape
+    old_shape = old.shape if isinstance(old, DefaultParameter) else old.trace_tensor.shape
     new_shape = new.trace_tensor.shape
-    if tuple(old_shape) != tuple(new_shape) or old.dtype is not new.dtype:
+    shape_differs = old_shape is not None and tuple(old_shape) != tuple(new_shape)  # None: any shape (scales)
+    if shape_differs or old.dtype is not new.dtype:
         raise_error(f"For parameter: {name}, new parameter is not compatible with the existing parameter.",
                     [f"Existing: shape={tuple(old_shape)}, dtype={old.dtype}; new: shape={tuple(new_shape)}, "
                      f"dtype={new.dtype}."])
 
 
 class Linear(Module):
-    """y = x @ weight.T + bias, weight (out_features, in_features)."""
+    """y = x @ weight.T + bias, weight (out_features, in_features). With ``quant_dtype`` the weight (and the
+    input, once ``input_scale`` is set) go through quantize -> dequantize, as in nvtripy."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=D.float32):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=D.float32,
+                 quant_dtype=None, weight_quant_dim: int | None = None):
         super().__init__()
+        from tripy_lab.frontend.ops_quant import QUANT_DTYPES
+
+        check_ints("Linear", in_features=in_features, out_features=out_features)
+
+        if quant_dtype is not None and quant_dtype not in QUANT_DTYPES:
+            raise_error("Invalid value for parameter: 'quant_dtype' of 'Linear'.",
+                        [f"Expected one of int4, int8, float8 or None, but got: {quant_dtype!r}."])
+        if weight_quant_dim is not None and (isinstance(weight_quant_dim, bool) or weight_quant_dim not in (0, 1)):
+            raise_error("Invalid value for parameter: 'weight_quant_dim' of 'Linear'.",
+                        [f"Expected 0, 1 or None (a dim of the 2-D weight), but got: {weight_quant_dim!r}."])
         self.dtype = dtype
         self.weight = DefaultParameter((out_features, in_features), dtype)
         self.bias = DefaultParameter((out_features,), dtype) if bias else None
+        self.quant_dtype = quant_dtype
+        self.weight_quant_dim = weight_quant_dim
+        self.weight_scale = None
+        self.input_scale = None
+        if quant_dtype is not None:
+            # Per-channel: one scale per row/column; otherwise per-tensor (scalar) or block-wise (2-D): any shape.
+            scale_shape = None if weight_quant_dim is None else (self.weight.shape[weight_quant_dim],)
+            self.weight_scale = DefaultParameter(scale_shape, dtype)
+            self.input_scale = OptionalParameter((), dtype)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in ("dtype", "quant_dtype") and name in self.__dict__:
+            raise_error(f"Field: '{name}' of class: '{type(self).__name__}' is immutable!")
+        super().__setattr__(name, value)
 
     def forward(self, x):
-        out = x @ ops_shape.transpose(self.weight, 0, 1)
+        from tripy_lab.frontend import ops_quant
+
+        weight = self.weight
+        if self.quant_dtype is not None:
+            if isinstance(self.input_scale, Tensor):
+                if self.weight_quant_dim == 1:
+                    raise_error("Unsupported quantization parameters for Linear module.",
+                                ["weight_quant_dim cannot be 1 when input_scale is provided.",
+                                 f"input_scale={self.input_scale.trace_tensor.name}, "
+                                 f"weight_quant_dim={self.weight_quant_dim}"])
+                q_x = ops_quant.quantize(x, self.input_scale, self.quant_dtype)
+                x = ops_quant.dequantize(q_x, self.input_scale, self.dtype)
+            q_w = ops_quant.quantize(weight, self.weight_scale, self.quant_dtype, self.weight_quant_dim)
+            weight = ops_quant.dequantize(q_w, self.weight_scale, self.dtype, self.weight_quant_dim)
+        out = x @ ops_shape.transpose(weight, 0, 1)
         return out + self.bias if self.bias is not None else out
 
 
@@ -159,7 +204,8 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, dtype=D.float32, eps: float = 1e-5):
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
+        shape = tuple(check_sequence("LayerNorm", "normalized_shape", shape))
         self.normalized_shape = shape
         self.dtype = dtype
         self.eps = eps
@@ -181,6 +227,7 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype=D.float32):
         super().__init__()
+        check_ints("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
         self.dtype = dtype
         self.weight = DefaultParameter((num_embeddings, embedding_dim), dtype)
 

@@ -7,7 +7,7 @@ from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_init, ops_math, ops_shape, shapes
 from tripy_lab.frontend.build import make1
-from tripy_lab.frontend.checks import FLOAT, check_dtype, check_same_dtype, check_tensor
+from tripy_lab.frontend.checks import FLOAT, check_dtype, check_ints, check_same_dtype, check_tensor
 from tripy_lab.frontend.modules import DefaultParameter, Module
 from tripy_lab.frontend.tensor import Tensor
 
@@ -35,6 +35,7 @@ class _ConvBase(Module):
                  groups: int | None = None, bias: bool = True, dtype=D.float32):
         super().__init__()
         cls = type(self).__name__
+        check_ints(cls, in_channels=in_channels, out_channels=out_channels)
         if not isinstance(kernel_dims, (list, tuple)) or not kernel_dims or not all(
                 isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in kernel_dims):
             raise_error(f"Invalid value for parameter: 'kernel_dims' of '{cls}'.",
@@ -114,6 +115,7 @@ class BatchNorm(Module):
 
     def __init__(self, num_features: int, dtype=D.float32, eps: float = 1e-5):
         super().__init__()
+        check_ints("BatchNorm", num_features=num_features)
         self.num_features = num_features
         self.dtype = dtype
         self.eps = eps
@@ -148,6 +150,7 @@ class InstanceNorm(Module):
 
     def __init__(self, num_channels: int, dtype=D.float32, eps: float = 1e-5):
         super().__init__()
+        check_ints("InstanceNorm", num_channels=num_channels)
         self.num_channels = num_channels
         self.dtype = dtype
         self.eps = eps
@@ -167,6 +170,7 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups: int, num_channels: int, dtype=D.float32, eps: float = 1e-5):
         super().__init__()
+        check_ints("GroupNorm", num_groups=num_groups, num_channels=num_channels)
         if num_groups <= 0 or num_channels % num_groups:
             raise_error("Number of groups must divide number of channels evenly.",
                         [f"Got {num_groups} groups but {num_channels} channels."])

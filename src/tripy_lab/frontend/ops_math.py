@@ -15,6 +15,7 @@ from tripy_lab.frontend.checks import (
     NUMERIC,
     NUMERIC_B,
     check_dtype,
+    check_float,
     check_same_dtype,
     check_tensor,
     norm_dim,
@@ -315,6 +316,7 @@ def _host_pair(fn: str, a, b, allowed):
 
 def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08) -> bool:  # noqa: A002
     """True iff |a - b| <= atol + rtol * |b| everywhere (evaluates both)."""
+    rtol, atol = check_float("allclose", "rtol", rtol), check_float("allclose", "atol", atol)
     a, b = _host_pair("allclose", input, other, FLOAT)
     return bool(np.all(np.abs(a.astype(np.float64) - b.astype(np.float64))
                        <= atol + rtol * np.abs(b.astype(np.float64))))

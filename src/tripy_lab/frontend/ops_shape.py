@@ -9,7 +9,7 @@ from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import shapes
 from tripy_lab.frontend.build import make1
-from tripy_lab.frontend.checks import ALL9, check_dtype, check_tensor, norm_dim, norm_dims
+from tripy_lab.frontend.checks import ALL9, check_dtype, check_sequence, check_tensor, norm_dim, norm_dims
 from tripy_lab.frontend.tensor import Tensor
 
 NOT_F8 = tuple(d for d in ALL9 if d is not D.float8)
@@ -78,7 +78,7 @@ def permute(input, perm) -> Tensor:  # noqa: A002
     """Reorder dims: result dim i is input dim perm[i]."""
     check_tensor("permute", "input", input)
     check_dtype("permute", "input", input, NOT_F8)
-    perm = list(perm)
+    perm = check_sequence("permute", "perm", perm)
     if sorted(perm) != list(range(input.rank)):
         raise_error("Invalid permutation.", [f"Expected a permutation of [0, {input.rank}), but got: {perm}."])
     return make1("permute", [input], {"perm": tuple(perm)})
@@ -133,7 +133,7 @@ def expand(input, sizes) -> Tensor:  # noqa: A002
     """Broadcast size-1 dims to ``sizes`` (-1 keeps a dim; extra leading entries add dims)."""
     check_tensor("expand", "input", input)
     check_dtype("expand", "input", input, (D.float32, D.float16, D.bfloat16, D.int32, D.int64, D.bool))
-    sizes = list(sizes)
+    sizes = check_sequence("expand", "sizes", sizes, "IntLike", intlike=True)
     if len(sizes) < input.rank:
         raise_error("The number of sizes must be at least the rank of the input.",
                     [f"Got {len(sizes)} sizes for a tensor of rank {input.rank}."])
@@ -175,6 +175,8 @@ def concatenate(tensors, dim: int) -> Tensor:
 def stack(tensors, dim: int = 0) -> Tensor:
     if not isinstance(tensors, (list, tuple)) or not tensors:
         raise_error("Expected a non-empty list of tensors for parameter: 'tensors'.", [f"Got: {tensors!r}."])
+    for i, t in enumerate(tensors):
+        check_tensor("stack", f"tensors[{i}]", t)
     if len({t.rank for t in tensors}) != 1:
         raise_error("Expected all input tensors to have the same rank.", [f"Got ranks: {[t.rank for t in tensors]}."])
     d = norm_dim("stack", dim, tensors[0].rank + 1)

@@ -21,9 +21,10 @@ def dim(t: Tensor, i: int) -> int | DimensionSize:
 
 
 def shape_of(t: Tensor):
-    """A tuple of ints when every dim is known, else a tuple of DimensionSizes."""
+    """A tuple of ints when every dim is known and ``t`` is not traced from a compile input (nvtripy's rule),
+    else a tuple of DimensionSizes (static dims of a compile tracer are DimensionSize constants)."""
     known = t.trace_tensor.shape
-    if all(d is not None for d in known):
+    if all(d is not None for d in known) and not t.trace_tensor.is_compile_tracer:
         return tuple(int(d) for d in known)
     return tuple(dim(t, i) if d is None else _const_dim(d) for i, d in enumerate(known))
 

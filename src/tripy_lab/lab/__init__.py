@@ -1,8 +1,13 @@
-"""The lab layer: ``%%tpcompile``, the bounds editor, stage tabs, timing tables, compile diffs.
+"""The lab layer: ``%%tpcompile``, the bounds editor, stage tabs, timing tables, compile diffs, snapshots
+and reports.
 
-``benchmark``, ``compare`` and ``diff`` work without widgets (pandas is imported when they run).
+``benchmark``, ``compare`` and ``diff`` work without widgets, ``profile`` gives the time per layer
+(pandas is imported when they run). ``show(exe)`` displays the ``%%tpcompile`` view of an Executable;
+``report(exe, path)`` and ``report_notebook(ipynb, path)`` write stand-alone HTML files
+(module ``reports``: a submodule named ``report`` would replace the ``report`` function on this package once imported).
 """
 
+from tripy_lab.lab.layer_time import profile
 from tripy_lab.lab.timing import benchmark, compare
 
 
@@ -16,4 +21,25 @@ def diff(exe_a, exe_b, labels=None, **options):
     return compile_diff(exe_a, exe_b, labels, **options)
 
 
-__all__ = ["benchmark", "compare", "diff"]
+def show(exe, name: str = "exe"):
+    """Display ``exe`` as the lab widget with its static snapshot (one output); returns the LabWidget."""
+    from tripy_lab.lab.ui import show as _show
+
+    return _show(exe, name)
+
+
+def report(exe, path, name: str = "exe"):
+    """Write every stage of ``exe`` to one self-contained HTML file; returns its Path."""
+    from tripy_lab.lab.reports import report as _report
+
+    return _report(exe, path, name)
+
+
+def report_notebook(ipynb_path, out_path):
+    """Write every stage of every compile stored in a saved notebook to one self-contained HTML file."""
+    from tripy_lab.lab.reports import report_notebook as _report_notebook
+
+    return _report_notebook(ipynb_path, out_path)
+
+
+__all__ = ["benchmark", "compare", "diff", "profile", "report", "report_notebook", "show"]

@@ -7,13 +7,13 @@ A DimensionInputInfo parameter gets one such row for its value range.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 
 import ipywidgets as W
 
 from tripy_lab.lab import views
 from tripy_lab.lab.bounds_model import BoundsModel, DimState
+from tripy_lab.lab.html import esc
 from tripy_lab.lab.spec import SHORT_NAMES
 
 DTYPE_OPTIONS = [(f"{short} ({name})", name) for name, short in SHORT_NAMES.items()]
@@ -151,7 +151,7 @@ class BoundsEditor:
 
     def _param_box(self, name: str) -> W.Widget:
         p = self.model.params[name]
-        head: list[W.Widget] = [W.HTML(f"<b>{html.escape(name)}</b>", layout=W.Layout(width="110px"))]
+        head: list[W.Widget] = [W.HTML(f"<b>{esc(name)}</b>", layout=W.Layout(width="110px"))]
         if p.kind == "const":
             return W.HBox([*head, W.Label(f"constant: {type(p.const).__name__}")])
         if name in self.editable_rank:
@@ -227,8 +227,8 @@ class BoundsEditor:
             return
         func = getattr(self, "func_name", "func")
         exe = getattr(self, "exe_name", "exe")
-        code = html.escape(self.model.code(func, exe))
-        compact = html.escape(self.model.compact())
+        code = esc(self.model.code(func, exe))
+        compact = esc(self.model.compact())
         self.code.value = (
             f'<pre class="tripy-code" style="font-size:12px">{code}</pre>'
             f'<div style="font-size:11px">compact: <code>%%tpcompile {exe} {compact}</code></div>'

@@ -8,7 +8,6 @@ HTML fragment goes into the live widget (``Compare`` tab) and static HTML (``_re
 from __future__ import annotations
 
 import difflib
-import html
 import math
 from dataclasses import dataclass, field
 
@@ -16,14 +15,10 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo
 from tripy_lab.lab import tables, timing, views
+from tripy_lab.lab.html import esc  # the lab's one escaping helper
 
 CONTEXT = 3  # unchanged lines shown around each change; longer equal runs fold into one row
 COLORS = {"delete": "#fee2e2", "insert": "#dcfce7", "replace": "#fef9c3", "mark_a": "#fca5a5", "mark_b": "#86efac"}
-
-
-def esc(text) -> str:
-    """The one escaping point of this view (the project has no shared escaping helper yet)."""
-    return html.escape(str(text))
 
 
 # -- the view model ---------------------------------------------------------------------------------
@@ -290,9 +285,9 @@ def diff_html(d: CompileDiff) -> str:
                      f"{verdict}</summary>"
                      + ("" if d.outputs is None else tables.frame_html(d.outputs)) + "</details>")
     if d.timing is not None:
-        med = list(d.timing["median_ms"])
+        med = list(d.timing["compute_ms"])
         ok = len(med) == 2 and all(isinstance(m, float) and math.isfinite(m) and m > 0 for m in med)
-        ratio = f" · B/A median {med[1] / med[0]:.3g}×" if ok else ""
+        ratio = f" · B/A compute {med[1] / med[0]:.3g}×" if ok else ""
         parts.append(f'<details class="tripy-diff-section tripy-diff-timing" open><summary style="font-weight:600">'
                      f'Timing<span style="font-weight:normal;color:#6b7280">{esc(ratio)}</span></summary>'
                      + tables.frame_html(d.timing.drop(columns=["error"]) if not d.timing["error"].any()

@@ -36,7 +36,7 @@ get a bounds editor to fill in.
 
 Options:
     -O N, --optimization-level N   builder optimization level 0..5 (default 3)
-    --engine ENGINE                reference, xla or tensorrt (default: tp.config.engine, else the best one)
+    --engine ENGINE                reference, xla, onnxruntime, tensorrt (default: tp.config.engine, else the best one)
     --no-widgets                   compile once and print a summary: no editor, no tabs
     --auto-build-ms MS             rebuild on each change while the last build took < MS (default 1000)
     --debounce-ms MS               wait MS after the last edit before re-tracing (default 50)
@@ -200,8 +200,6 @@ class TripyMagics(Magics):
     def _compile_widget(
         self, func, fname: str, exe_name: str, params, values: dict, missing: list, parsed: S.MagicLine
     ):
-        from IPython.display import display
-
         from tripy_lab.lab.bounds_editor import BoundsEditor
         from tripy_lab.lab.bounds_model import BoundsModel
         from tripy_lab.lab.session import Session
@@ -223,8 +221,8 @@ class TripyMagics(Magics):
         editor = BoundsEditor(model, on_change=session.schedule, editable_rank=set(missing))
         editor.func_name, editor.exe_name = fname, exe_name
         ui = LabWidget(session, editor, title=f"%%tpcompile {exe_name} ← {fname}")
-        display(ui.widget)
         session.refresh()
+        ui.show()  # one output: the widget and its static snapshot, updated in place from now on
         # Keep the last one reachable for inspection (tests, notebooks): tripy_lab.lab.magic.last
         global last
         last = ui

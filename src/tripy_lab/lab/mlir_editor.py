@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 from tripy_lab.core.errors import TripyException
 from tripy_lab.lab import compile_diff as diff
 from tripy_lab.lab import tables, views
+from tripy_lab.lab.html import esc
 
 
 def editable_text(lowered) -> str:
@@ -48,9 +48,9 @@ def result_html(result: EditResult, name: str) -> str:
                else "outputs differ from the original")
     color = "#15803d" if result.same else "#b45309"
     return (f'<div class="tripy-edit-result"><div style="color:{color};font-weight:600">'
-            f"Built <code>{html.escape(name)}</code> ({html.escape(str(result.exe.engine))}): "
-            f"{html.escape(verdict)}</div><div style='font-size:12px;color:#374151'>on the same random inputs "
-            f"at {html.escape(result.where)}</div>{tables.frame_html(result.comparison)}</div>")
+            f"Built <code>{esc(name)}</code> ({esc(str(result.exe.engine))}): "
+            f"{esc(verdict)}</div><div style='font-size:12px;color:#374151'>on the same random inputs "
+            f"at {esc(result.where)}</div>{tables.frame_html(result.comparison)}</div>")
 
 
 def excerpt_html(text: str, line: int, column: int, around: int = 3) -> str:
@@ -60,7 +60,7 @@ def excerpt_html(text: str, line: int, column: int, around: int = 3) -> str:
     for k in range(max(1, line - around), min(len(lines), line + around) + 1):
         mark = "background:#fee2e2;" if k == line else ""
         rows.append(f'<div class="tripy-edit-line" data-line="{k}" style="{mark}white-space:pre">'
-                    f'<span style="color:#9ca3af">{k:>4} </span>{html.escape(lines[k - 1])}</div>')
+                    f'<span style="color:#9ca3af">{k:>4} </span>{esc(lines[k - 1])}</div>')
         if k == line:
             rows.append('<div class="tripy-edit-caret" style="white-space:pre;color:#b91c1c">'
                         + " " * (4 + column) + "^</div>")

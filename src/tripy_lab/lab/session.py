@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tripy_lab.core.errors import TripyException
+from tripy_lab.lab import spec as S
 from tripy_lab.lab.bounds_model import BoundsModel
 
 FAST_TABS = ("trace", "mlir")
@@ -95,6 +96,22 @@ def failing_op(exc: BaseException, traced) -> str | None:
         if op.location is not None and (op.location.file, op.location.line) == (loc.file, loc.line):
             return op.name
     return None
+
+
+# engines whose one build runs every shape in min..max, whatever the opt point (issue 11)
+WHOLE_PROFILE_ENGINES = ("onnxruntime",)
+
+
+def profile_key(key: tuple) -> tuple:
+    """A bounds key without the opt points: the shape profile (min..max per dim, names, dtypes)."""
+    out = []
+    for name, spec in key:
+        if isinstance(spec, S.TensorSpec):
+            spec = ("tensor", spec.dtype, tuple((d.min, d.max, d.name) for d in spec.dims))
+        elif isinstance(spec, S.DimValueSpec):
+            spec = ("dim", spec.min, spec.max)
+        out.append((name, spec))
+    return tuple(out)
 
 
 class Session:
@@ -223,7 +240,10 @@ class Session:
 
     # -- slow path ------------------------------------------------------------------------------------
     def _build_key(self) -> tuple:
-        return (self.key, self.engine, self.optimization_level)
+        key = self.key
+        if self.engine in WHOLE_PROFILE_ENGINES and key is not None:
+            key = profile_key(key)  # one session serves min..max: an opt-only edit reuses the build
+        return (key, self.engine, self.optimization_level)
 
     def set_engine(self, engine: str | None = None, optimization_level: int | None = None) -> None:
         """Engine or level changed: only the build re-runs (the fast stages are unchanged)."""

@@ -1,20 +1,59 @@
-"""HTML for each stage tab, from stage objects (Traced, Lowered, Built) and session data. No widgets."""
+"""One view model per stage, and the one function that renders each into HTML.
+
+The live widget (``ui.LabWidget``) and the static snapshot (``snapshot``) both call ``view.html(limits)``:
+the widget with ``LIVE`` limits, the snapshot with ``SNAPSHOT`` limits (big graphs, MLIR and tables elided
+with a note). So a pane exists once. Views are plain data built from stage objects; no widgets here.
+"""
 
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass, field
 
 from tripy_lab.lab import crosswalk, views
+from tripy_lab.lab.html import esc
 
 MAX_GRAPH_OPS = 600  # above this, the Trace tab shows the listing only (the Crosswalk tab still draws)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of each pane to show; None: everything."""
+
+    svg_chars: int | None = None  # a bigger graph is replaced by a note (the listing stays)
+    text_chars: int | None = None  # trace listing, DOT text, extra engine stages
+    mlir_lines: int | None = None
+    table_rows: int | None = None
+    log_events: int = 40
+    svg_image: bool = False  # the graph as an <img> (survives untrusted sanitizers) instead of inline <svg>
+
+
+LIVE = Limits()
+# A saved notebook with five 100-op cells stays < 1 MB (benchmarks/bench_snapshot_size.py).
+SNAPSHOT = Limits(svg_chars=120_000, text_chars=12_000, mlir_lines=300, table_rows=150, log_events=15,
+                  svg_image=True)
 
 
 def _ms(seconds) -> str:
     return "" if seconds is None else f"{seconds * 1e3:.1f} ms"
 
 
+def _cut(text: str, limit: int | None, what: str) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n... ({what} cut: {len(text) - limit} more characters)"
+
+
+def note_html(text: str) -> str:
+    return f'<div class="tripy-elided" style="font-size:12px;color:#92400e">{esc(text)}</div>'
+
+
+def head_html(text: str) -> str:
+    return f'<div style="font-size:12px;color:#374151">{text}</div>'
+
+
+# -- Trace ------------------------------------------------------------------------------------------
 def trace_graph(traced, highlight: str | None = None) -> tuple[str | None, str, str]:
-    """(svg or None, dot, note) for a trace; op nodes carry ``id="op-%tN"``."""
+    """(svg or None, dot, note) for a trace; op nodes carry ``id="op-%tN"`` (the crosswalk links them)."""
     n_ops = len(traced.trace.ops)
     dot = views.fast_layout(crosswalk.trace_dot(traced, highlight), n_ops)
     if n_ops > MAX_GRAPH_OPS:
@@ -23,75 +62,224 @@ def trace_graph(traced, highlight: str | None = None) -> tuple[str | None, str, 
     return svg, dot, note
 
 
-def trace_tab(traced, svg: str | None, dot: str, note: str = "") -> str:
-    n_ops = len(traced.trace.ops)
-    head = (f'<div style="font-size:12px;color:#374151">{n_ops} ops · traced in {_ms(traced.seconds)} · '
-            "inputs blue, constants yellow, outputs green; <code>?</code> marks a dynamic dim</div>")
-    text = html.escape(traced.as_text())
-    listing = (f'<details><summary style="font-size:12px">trace listing</summary>'
-               f'<pre style="font-size:11px">{text}</pre></details>')
-    return head + views.graph_html(svg, dot, note) + listing
+@dataclass
+class TraceView:
+    n_ops: int
+    seconds: float | None
+    listing: str
+    svg: str | None
+    dot: str
+    note: str = ""
+
+    @classmethod
+    def of(cls, traced, error_op: str | None = None) -> TraceView:
+        svg, dot, note = trace_graph(traced, error_op)
+        return cls(len(traced.trace.ops), traced.seconds, traced.as_text(), svg, dot, note)
+
+    def html(self, limits: Limits = LIVE) -> str:
+        head = head_html(f"{self.n_ops} ops · traced in {_ms(self.seconds)} · inputs blue, constants yellow, "
+                         "outputs green; <code>?</code> marks a dynamic dim")
+        svg, note, elided = self.svg, self.note, ""
+        if svg is not None and limits.svg_chars is not None and len(svg) > limits.svg_chars:
+            elided = note_html(f"Graph elided: its SVG is {len(svg) // 1000} kB (limit {limits.svg_chars // 1000} kB);"
+                               " the listing below has every op.")
+            svg, note = None, ""
+        graph = elided if elided else views.graph_html(svg, _cut(self.dot, limits.text_chars, "DOT text"), note,
+                                                   image=limits.svg_image)
+        listing = esc(_cut(self.listing, limits.text_chars, "listing"))
+        opened = " open" if elided else ""
+        return (head + graph + f'<details{opened}><summary style="font-size:12px">trace listing</summary>'
+                f'<pre style="font-size:11px">{listing}</pre></details>')
 
 
-def mlir_tab(lowered, generic: bool = False, error_op: str | None = None) -> tuple[str, list]:
-    """(HTML, lines) of the MLIR: profiles inlined, locations used to highlight the failing op's lines."""
-    lines = crosswalk.mlir_lines(lowered, generic)
-    text = "\n".join(t for t, _ in lines)
-    marked = {i + 1 for i, (_, op) in enumerate(lines) if error_op is not None and op == error_op}
-    head = (f'<div style="font-size:12px;color:#374151">{len(lowered.program.ops())} MLIR ops · '
-            f"lowered in {_ms(lowered.seconds)}{' · generic form' if generic else ''}</div>")
-    return head + views.mlir_html(text, marked), lines
+# -- MLIR -------------------------------------------------------------------------------------------
+@dataclass
+class MlirView:
+    lines: list[tuple[str, str | None]]  # (text, trace op) per printed line
+    n_ops: int
+    seconds: float | None
+    generic: bool = False
+    error_op: str | None = None
+
+    @classmethod
+    def of(cls, lowered, generic: bool = False, error_op: str | None = None) -> MlirView:
+        """Profiles inlined, big constants elided, locations kept to highlight the failing op's lines."""
+        lines = crosswalk.mlir_lines(lowered, generic)
+        return cls(lines, len(lowered.program.ops()), lowered.seconds, generic, error_op)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(t for t, _ in self.lines)
+
+    def html(self, limits: Limits = LIVE) -> str:
+        lines = self.lines
+        cut = limits.mlir_lines is not None and len(lines) > limits.mlir_lines
+        if cut:
+            lines = lines[: limits.mlir_lines]
+        marked = {i + 1 for i, (_, op) in enumerate(lines) if self.error_op is not None and op == self.error_op}
+        head = head_html(f"{self.n_ops} MLIR ops · lowered in {_ms(self.seconds)}"
+                         f"{' · generic form' if self.generic else ''}")
+        body = views.mlir_html("\n".join(t for t, _ in lines), marked)
+        tail = note_html(f"MLIR elided: {len(self.lines) - len(lines)} more lines.") if cut else ""
+        return head + body + tail
 
 
-def engine_tab(built) -> str:
+def profile_text(built) -> str:
+    """Whether this build covers the whole shape profile or specializes per shape (issue 11)."""
     r = built.report
-    info = [("engine", r.engine), ("why", r.reason), ("device", r.device),
-            ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
-            ("layers", len(built.layers))]
-    info += [(f"cache: {k}", v) for k, v in r.cache.items()]
-    rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{html.escape(str(k))}</th>"
-                   f"<td>{html.escape(str(v))}</td></tr>" for k, v in info)
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in r.notes)
-    extra = "".join(f"<details><summary>{html.escape(name)}</summary><pre style='font-size:11px'>"
-                    f"{html.escape(text)}</pre></details>" for name, text in r.extra_stages.items())
-    table = views.frame_html(views.layers_frame(built.layers))
-    return (
-        '<div class="tripy-engine"><h4 style="margin:4px 0">'
-        f"Engine: <code>{html.escape(r.engine)}</code></h4>"
-        f"<table style='font-size:12px'>{rows}</table>"
-        + (f"<ul style='font-size:12px'>{notes}</ul>" if notes else "")
-        + table
-        + extra
-        + "</div>"
-    )
+    if r.engine in ("onnxruntime", "tensorrt"):
+        return "one build covers the whole profile: every shape in min..max runs without another build"
+    if r.engine == "xla":
+        shapes = r.cache.get("shapes_built", [])
+        return (f"specializes per shape: XLA compiles each new shape on first use; built so far "
+                f"({len(shapes)}): {'; '.join(shapes) or 'none'}")
+    return "interprets every shape (no build)"
 
 
-def log_tab(session) -> str:
-    """Per-stage build times, cache hits, engine choice, then the event log (newest last)."""
-    stages = [("trace", session.traced), ("mlir", session.lowered), ("build", session.built)]
-    rows = [
-        {
-            "stage": name,
-            "status": "current" if obj is not None else "-",
-            "ms": None if obj is None else round(obj.seconds * 1e3, 3),
-            "detail": "",
-        }
-        for name, obj in stages
-    ]
-    if session.built is not None:
-        r = session.built.report
-        rows[2]["detail"] = f"engine {r.engine}: {r.reason}; cache {r.cache}"
-    runs = ", ".join(f"{k} ran {v}x" for k, v in session.counts.items())
-    current = views.frame_html(views.log_frame(rows))
-    events = views.frame_html(views.log_frame(session.log[-40:]))
-    return (
-        f"<div class='tripy-log' style='font-size:12px'><b>Current stages</b>{current}"
-        f"<div>{html.escape(runs)} (cache hits re-use stages)</div><b>Events</b>{events}</div>"
-    )
+def export_commands(built) -> list[tuple[str, str]]:
+    """The trtexec / polygraphy lines for the program's profile (``exe.trtexec_command()``)."""
+    from tripy_lab.engine.onnx_export import polygraphy_command, trtexec_command
+
+    program = built.lowered.program
+    return [("trtexec", trtexec_command(program)), ("polygraphy", polygraphy_command(program))]
 
 
-def error_tab(info: dict | None) -> str:
-    if info is None:
-        return '<div class="tripy-error-none" style="color:#15803d">No errors.</div>'
-    where = f"[{info['stage']}] " if info.get("stage") else ""
-    return views.error_html(where + info["summary"], info["details"], info["location"], info.get("op"))
+# -- Engine -----------------------------------------------------------------------------------------
+@dataclass
+class EngineView:
+    engine: str
+    info: list[tuple[str, object]]
+    notes: list[str]
+    layers: object  # pandas DataFrame (views.layers_frame, or the layer times after a timing run)
+    extra_stages: dict[str, str] = field(default_factory=dict)
+    commands: list[tuple[str, str]] = field(default_factory=list)  # trtexec / polygraphy lines (issue 11)
+    timing_note: str = ""  # after a timing run: compute per call, layer sum, how it was measured
+    source_heat: str = ""  # the user's source lines shaded by their share of engine time (HTML)
+
+    @classmethod
+    def of(cls, built) -> EngineView:
+        r = built.report
+        info = [("engine", r.engine), ("why", r.reason), ("device", r.device),
+                ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
+                ("profile", profile_text(built)), ("layers", len(built.layers))]
+        info += [(f"cache: {k}", v) for k, v in r.cache.items()]
+        view = cls(r.engine, info, list(r.notes), views.layers_frame(built.layers), dict(r.extra_stages),
+                   export_commands(built))
+        prof = getattr(built.compiled, "last_profile", None)
+        if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
+            from tripy_lab.lab import layer_time
+
+            frame = layer_time.layer_times_frame(prof)
+            view.layers = frame
+            view.timing_note = (f"last timing run: compute {frame.attrs['compute_ms']:.4g} ms per call (median), "
+                                f"layers sum to {frame.attrs['layers_ms']:.4g} ms; {prof.method}")
+            view.source_heat = layer_time.source_heat_html(prof, built.lowered.program)
+        return view
+
+    def html(self, limits: Limits = LIVE) -> str:
+        rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{esc(k)}</th><td>{esc(v)}</td></tr>"
+                       for k, v in self.info)
+        notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes)
+        df, tail = self.layers, ""
+        if limits.table_rows is not None and len(df) > limits.table_rows:
+            df, tail = df.head(limits.table_rows), note_html(f"Layer table elided: {len(df) - limits.table_rows} "
+                                                             "more layers.")
+        extra = "".join(f"<details><summary>{esc(name)}</summary><pre style='font-size:11px'>"
+                        f"{esc(_cut(text, limits.text_chars, name))}</pre></details>"
+                        for name, text in self.extra_stages.items())
+        cmds = "".join(f"<div><b>{esc(name)}</b> <code style='font-size:11px'>{esc(cmd)}</code></div>"
+                       for name, cmd in self.commands)
+        if cmds:
+            extra += ("<details><summary>ONNX export (exe.export_onnx(path)) and TensorRT command lines</summary>"
+                      f"<div style='font-size:12px'>{cmds}</div></details>")
+        return (f'<div class="tripy-engine"><h4 style="margin:4px 0">Engine: <code>{esc(self.engine)}</code></h4>'
+                f"<table style='font-size:12px'>{rows}</table>"
+                + (f"<ul style='font-size:12px'>{notes}</ul>" if notes else "")
+                + (f"<div class='tripy-layer-time' style='font-size:12px;margin-top:4px'>{esc(self.timing_note)}</div>"
+                   if self.timing_note else "")
+                + f'<div class="tripy-layers">{views.frame_html(df)}</div>' + tail + self.source_heat + extra
+                + "</div>")
+
+
+# -- Run & time -------------------------------------------------------------------------------------
+@dataclass
+class RunView:
+    """The latest Run / Time / Sweep result (or a note saying there is none)."""
+
+    kind: str = "note"  # "note", "run", "time", "sweep", "error"
+    message: str = "build, then Run or Time"
+    results: list[tuple[str, str]] = field(default_factory=list)  # run: (shape label, output description)
+    frame: object = None  # time/sweep: the benchmark DataFrame
+    sweep: tuple | None = None  # sweep: (xs, ys, opt_x, xlabel)
+    details: list[str] = field(default_factory=list)  # error
+
+    def html(self, limits: Limits = LIVE) -> str:
+        if self.kind == "note":
+            return f"<i>{esc(self.message)}</i>"
+        if self.kind == "busy":
+            return views.status_html(self.message, "busy")
+        if self.kind == "error":
+            return views.error_html(self.message, self.details)
+        if self.kind == "run":
+            items = "".join(f"<li><code>{esc(shape)}</code> → {esc(desc)}</li>" for shape, desc in self.results)
+            return f"<ul class='tripy-run-result'>{items}</ul>"
+        df = self.frame
+        if self.kind == "time" and not df["error"].any():
+            df = df.drop(columns=["error"])
+        table = '<div class="tripy-timing">' + views.frame_html(df) + "</div>"
+        return (views.sweep_svg(*self.sweep) if self.sweep else "") + table
+
+
+# -- Log --------------------------------------------------------------------------------------------
+@dataclass
+class LogView:
+    stages: list[dict]
+    runs: str
+    events: list[dict]
+
+    @classmethod
+    def of(cls, session) -> LogView:
+        """Per-stage build times, cache hits, engine choice, then the event log (newest last)."""
+        rows = [
+            {"stage": name, "status": "current" if obj is not None else "-",
+             "ms": None if obj is None else round(obj.seconds * 1e3, 3), "detail": ""}
+            for name, obj in (("trace", session.traced), ("mlir", session.lowered), ("build", session.built))
+        ]
+        if session.built is not None:
+            r = session.built.report
+            rows[2]["detail"] = f"engine {r.engine}: {r.reason}; cache {r.cache}"
+        runs = ", ".join(f"{k} ran {v}x" for k, v in session.counts.items())
+        return cls(rows, runs, list(session.log[-200:]))
+
+    def html(self, limits: Limits = LIVE) -> str:
+        current = views.frame_html(views.log_frame(self.stages))
+        events = views.frame_html(views.log_frame(self.events[-limits.log_events:]))
+        return (f"<div class='tripy-log' style='font-size:12px'><b>Current stages</b>{current}"
+                f"<div>{esc(self.runs)} (cache hits re-use stages)</div><b>Events</b>{events}</div>")
+
+
+# -- Error ------------------------------------------------------------------------------------------
+@dataclass
+class ErrorView:
+    info: dict | None  # Session.error_info()
+
+    def html(self, limits: Limits = LIVE) -> str:
+        info = self.info
+        if info is None:
+            return '<div class="tripy-error-none" style="color:#15803d">No errors.</div>'
+        where = f"[{info['stage']}] " if info.get("stage") else ""
+        return views.error_html(where + info["summary"], info["details"], info["location"], info.get("op"))
+
+
+def stage_views(traced=None, lowered=None, built=None, *, error: dict | None = None,
+                error_op: str | None = None, generic: bool = False) -> dict:
+    """Views of the stages an Executable (or a Session) has: key -> view (missing stages left out)."""
+    out: dict = {}
+    if traced is not None:
+        out["trace"] = TraceView.of(traced, error_op)
+    if lowered is not None:
+        out["mlir"] = MlirView.of(lowered, generic, error_op)
+    if built is not None:
+        out["engine"] = EngineView.of(built)
+    out["error"] = ErrorView(error)
+    return out

@@ -1,7 +1,9 @@
 """Timing without widgets: ``benchmark(exe, ...)`` and ``compare(...)`` return pandas DataFrames.
 
 Inputs are generated from the Executable's InputInfos at the min, opt or max bounds (or shapes you
-give); each timed call is bracketed by ``exe.synchronize()`` so GPU engines are measured end to end.
+give). Like trtexec, a row reports the engine's *compute time* (measured by the engine: device time
+on GPUs), the *latency* of one synchronized call (host wall time) and the *throughput* of calls
+queued back to back, as separate columns (see ``benchmark``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
 
-COLUMNS = ["label", "engine", "opt_level", "shape", "warmup", "iters", "median_ms", "p10_ms", "p90_ms",
-           "mean_ms", "std_ms", "throughput_per_s", "error"]
+COLUMNS = ["label", "engine", "opt_level", "shape", "warmup", "iters", "compute_ms", "latency_ms", "latency_p10_ms",
+           "latency_p90_ms", "latency_mean_ms", "latency_std_ms", "back_to_back_ms", "throughput_per_s",
+           "compute_method", "error"]
 POINTS = ("min", "opt", "max")
 
 
@@ -119,7 +122,8 @@ def sweep_points(infos: dict, n: int = 5) -> tuple[list[dict], str, list[int], i
 def time_calls(
     exe, inputs: dict[str, Any], warmup: int = 10, iters: int = 100, max_seconds: float = 10.0
 ) -> list[float]:
-    """Seconds per call (synchronized), after ``warmup`` untimed calls; stops early past ``max_seconds``."""
+    """Latency: seconds per call, each call synchronized (host wall time), after ``warmup`` untimed calls;
+    stops early past ``max_seconds``."""
     for _ in range(warmup):
         exe(**inputs)
     exe.synchronize()
@@ -135,16 +139,41 @@ def time_calls(
     return times
 
 
+def time_back_to_back(exe, inputs: dict[str, Any], calls: int) -> float:
+    """Seconds per call of ``calls`` calls queued back to back with one synchronize at the end."""
+    exe.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        exe(**inputs)
+    exe.synchronize()
+    return (time.perf_counter() - start) / max(calls, 1)
+
+
+def resident_inputs(exe, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The inputs uploaded once to the engine's device (so calls time the engine, not host copies)."""
+    compiled = exe._compiled
+    return {n: compiled.to_device(v) if isinstance(exe.input_infos.get(n), InputInfo) else v
+            for n, v in inputs.items()}
+
+
+def profile_engine(exe, inputs: dict[str, Any], calls: int = 10):
+    """The engine's own measurement of ``calls`` calls (``EngineProfile``: compute time per call, time per
+    layer); kept as the engine's ``last_profile`` for the Engine tab and ``tripy_lab.lab.profile``."""
+    compiled = exe._compiled
+    prof = compiled.profile(exe.engine_args(**inputs), calls)
+    compiled.last_profile = prof
+    return prof
+
+
 def summarize(times: list[float]) -> dict[str, float]:
+    """Latency statistics (ms) of synchronized calls."""
     ms = np.asarray(times) * 1e3
-    median = float(np.median(ms))
     return {
-        "median_ms": median,
-        "p10_ms": float(np.percentile(ms, 10)),
-        "p90_ms": float(np.percentile(ms, 90)),
-        "mean_ms": float(ms.mean()),
-        "std_ms": float(ms.std()),
-        "throughput_per_s": 1e3 / median,
+        "latency_ms": float(np.median(ms)),
+        "latency_p10_ms": float(np.percentile(ms, 10)),
+        "latency_p90_ms": float(np.percentile(ms, 90)),
+        "latency_mean_ms": float(ms.mean()),
+        "latency_std_ms": float(ms.std()),
     }
 
 
@@ -153,7 +182,25 @@ def _exe_meta(exe) -> tuple[str, Any]:
     return getattr(exe, "engine", "?"), getattr(built, "optimization_level", None)
 
 
-def _rows(exe, points: Iterable, warmup: int, iters: int, label: str, max_seconds: float) -> list[dict]:
+def measure(exe, inputs: dict[str, Any], warmup: int = 10, iters: int = 100, max_seconds: float = 10.0,
+            profile_calls: int = 20) -> dict[str, Any]:
+    """One row's numbers: latency statistics, back-to-back time and throughput, compute time (median)."""
+    inputs = resident_inputs(exe, inputs)
+    times = time_calls(exe, inputs, warmup, iters, max_seconds)
+    row: dict[str, Any] = {"iters": len(times), **summarize(times)}
+    row["back_to_back_ms"] = time_back_to_back(exe, inputs, len(times)) * 1e3
+    row["throughput_per_s"] = 1e3 / row["back_to_back_ms"] if row["back_to_back_ms"] > 0 else float("inf")
+    if profile_calls:
+        prof = profile_engine(exe, inputs, min(profile_calls, max(len(times), 1)))
+        row["compute_ms"] = float(np.median(prof.compute_s)) * 1e3
+        row["compute_method"] = prof.method
+    else:
+        row["compute_ms"], row["compute_method"] = float("nan"), "not measured"
+    return row
+
+
+def _rows(exe, points: Iterable, warmup: int, iters: int, label: str, max_seconds: float,
+          profile_calls: int = 20) -> list[dict]:
     engine, level = _exe_meta(exe)
     rows = []
     for point in points:
@@ -165,32 +212,40 @@ def _rows(exe, points: Iterable, warmup: int, iters: int, label: str, max_second
             "shape": shape_label(shapes),
             "warmup": warmup,
             "iters": 0,
+            "compute_method": "",
             "error": "",
         }
         try:
-            times = time_calls(exe, make_inputs(exe.input_infos, shapes), warmup, iters, max_seconds)
+            row.update(measure(exe, make_inputs(exe.input_infos, shapes), warmup, iters, max_seconds,
+                               profile_calls))
         except TripyException as exc:
             row["error"] = exc.summary
-        else:
-            row["iters"] = len(times)
-            row.update(summarize(times))
         row["label"] = f"{label} {point if isinstance(point, str) else row['shape']}".strip()
         rows.append(row)
     return rows
 
 
 def benchmark(
-    exe, shapes: Any = POINTS, warmup: int = 10, iters: int = 100, label: str = "", max_seconds: float = 10.0
+    exe, shapes: Any = POINTS, warmup: int = 10, iters: int = 100, label: str = "", max_seconds: float = 10.0,
+    profile_calls: int = 20,
 ):
     """Time ``exe`` at each of ``shapes`` ("min"/"opt"/"max" or {param: shape} dicts) -> DataFrame.
 
-    Columns: label, engine, opt_level, shape, warmup, iters, median_ms, p10_ms, p90_ms, mean_ms,
-    std_ms, throughput_per_s (calls per second at the median), error (a row that failed to run).
+    What each column measures (inputs are uploaded to the engine's device once, before timing):
+
+    * ``compute_ms``: median time of the engine's work per call, measured by the engine (xla: the XLA
+      profiler's device trace, GPU kernels or CPU thunks; reference: the interpreter's wall time) over
+      ``profile_calls`` synchronized calls; ``compute_method`` says how.
+    * ``latency_ms`` (and ``latency_p10_ms`` ... ``latency_std_ms``): host wall time of one call followed
+      by ``synchronize()``, over ``iters`` calls after ``warmup``.
+    * ``back_to_back_ms``: wall time of ``iters`` calls queued back to back with one final synchronize,
+      divided by ``iters``; ``throughput_per_s`` = 1000 / ``back_to_back_ms``.
+    * ``error``: why a row failed to run (its numbers are NaN).
     """
     from tripy_lab.lab.tables import LabFrame  # a DataFrame shown with the lab's table style
 
     points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
-    return LabFrame(_rows(exe, points, warmup, iters, label, max_seconds), columns=COLUMNS)
+    return LabFrame(_rows(exe, points, warmup, iters, label, max_seconds, profile_calls), columns=COLUMNS)
 
 
 def _compile_config(config: dict):
@@ -203,7 +258,8 @@ def _compile_config(config: dict):
     return built.executable()
 
 
-def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max_seconds: float = 10.0):
+def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max_seconds: float = 10.0,
+            profile_calls: int = 20):
     """Time several Executables (or configs) side by side -> DataFrame with a ``build_ms`` column.
 
     Each item is an Executable, a ``(label, Executable)`` pair, or a config dict
@@ -226,7 +282,7 @@ def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max
             build_ms = (time.perf_counter() - start) * 1e3
         elif item.stages.get("built") is not None:
             build_ms = item.stages["built"].seconds * 1e3
-        for row in _rows(item, points, warmup, iters, label, max_seconds):
+        for row in _rows(item, points, warmup, iters, label, max_seconds, profile_calls):
             row["build_ms"] = build_ms
             rows.append(row)
     return LabFrame(rows, columns=[*COLUMNS[:3], "build_ms", *COLUMNS[3:]])

@@ -2,35 +2,42 @@
 
 from __future__ import annotations
 
-import html
 import time
 
 import ipywidgets as W
 
-from tripy_lab.lab import crosswalk, tabs, timing, views
+from tripy_lab.lab import crosswalk, snapshot, tabs, timing, views
 from tripy_lab.lab.bounds_editor import BoundsEditor
 from tripy_lab.lab.compare_pane import ComparePane
+from tripy_lab.lab.html import esc, sanitize, stylesheet
 from tripy_lab.lab.mlir_editor import MlirEditor
 from tripy_lab.lab.session import Session
+from tripy_lab.lab.tables import TABLE_CSS
 
 TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare")
 _KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare")
-ENGINES = ["default", "reference", "xla", "tensorrt"]  # "default": tp.config.engine, else the best installed
+# "default": tp.config.engine, else the best installed
+ENGINES = ["default", "reference", "xla", "onnxruntime", "tensorrt"]
 CSS = """<style>
 .tripy-stale { opacity: 0.55; }
 .tripy-lab .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; max-width: none; min-width: 90px; }
 .tripy-lab .widget-html > .widget-html-content { flex: 1 1 auto; min-width: 0; overflow-x: auto; }
 .tripy-lab .tripy-table td, .tripy-lab .tripy-table th { padding: 1px 8px; text-align: left; }
-</style>"""
+""" + stylesheet(TABLE_CSS, ".tripy-lab") + "</style>"
 
 
 class LabWidget:
-    """``.widget`` is what the cell displays. Tabs other than Trace/MLIR render when first shown."""
+    """``.widget`` is the live view; ``show()`` displays it with its static snapshot in one output.
 
-    def __init__(self, session: Session, editor: BoundsEditor, title: str = ""):
-        self.session, self.editor = session, editor
+    Each pane is a ``tabs`` view model rendered by ``view.html()``: into the widget (tabs other than
+    Trace/MLIR when first shown) and into the snapshot, which ``show()`` keeps up to date. ``editor=None``
+    (``tripy_lab.lab.show(exe)``): the bounds are fixed, only the engine can be rebuilt.
+    """
+
+    def __init__(self, session: Session, editor: BoundsEditor | None, title: str = ""):
+        self.session, self.editor, self.title = session, editor, title
         self.generic = W.Checkbox(value=False, description="generic form", indent=False)
-        self.generic.observe(lambda _: self._render("mlir"), "value")
+        self.generic.observe(self._on_generic, "value")
         self.status = W.HTML()
         self.build_button = W.Button(description="Build", icon="cogs", button_style="primary")
         self.build_button.on_click(lambda _: self.session.build())
@@ -55,36 +62,84 @@ class LabWidget:
         children = [self.panes["trace"], mlir_box, self.panes["engine"], self.run_box, self.panes["log"],
                     self.panes["error"], self.crosswalk, self.compare.widget]
         self.tabs = W.Tab(children=children, titles=TAB_NAMES)
-        self.tabs.observe(lambda _: self._render_visible(), "selected_index")
+        self.tabs.observe(self._on_tab, "selected_index")
         for key, child in zip(_KEYS, children):
             child.add_class(f"tripy-tab-{key}")
         self.dirty: set[str] = set(_KEYS)
-        self.svg: tuple | None = None
+        self.views: dict = {"run": self.run_view}  # key -> tabs view model of the current stages
         head = W.HBox([self.build_button, self.engine, self.level, self.auto_ms])
-        self.widget = W.VBox([W.HTML(CSS + f"<b>{html.escape(title)}</b>"), editor.widget, head, self.status,
-                              self.tabs])
+        bounds = editor.widget if editor is not None else W.HTML(
+            "<i>Compiled in Python: the bounds are fixed (use %%tpcompile to edit them).</i>")
+        self.widget = W.VBox([W.HTML(CSS + f"<b>{esc(title)}</b>"), bounds, head, self.status, self.tabs])
         self.widget.add_class("tripy-lab")
         self.render_times: dict[str, float] = {}
+        self.display: snapshot.SnapshotDisplay | None = None
         session.listeners.append(self.on_session)
         self._update_status()
+
+    # -- the output: live widget + static snapshot ----------------------------------------------------
+    def _view(self, key: str):
+        """The view model of ``key`` for the current stages (built once per change), or None."""
+        if key in self.views:
+            return self.views[key]
+        s = self.session
+        view = None
+        if key == "trace" and s.traced is not None:
+            view = tabs.TraceView.of(s.traced, s.error_op)
+        elif key == "mlir" and s.lowered is not None:
+            view = tabs.MlirView.of(s.lowered, self.generic.value, s.error_op)
+        elif key == "engine" and s.built is not None:
+            view = tabs.EngineView.of(s.built)
+        elif key == "log":
+            view = tabs.LogView.of(s)
+        elif key == "error":
+            view = tabs.ErrorView(s.error_info())
+        if view is not None:
+            self.views[key] = view
+        return view
+
+    def _invalidate(self, keys: set[str]) -> None:
+        self.dirty |= keys
+        for key in keys:
+            self.views.pop(key, None)
+
+    def snapshot_html(self) -> str:
+        try:
+            panes = {key: self._view(key) for key, _ in snapshot.PANES}
+            return snapshot.snapshot_html(self.title, panes, self.session.status())
+        except Exception as exc:  # a bug in a view: say so in the output (no marker: the notebook test flags it)
+            return sanitize(views.error_html("tripy-lab could not draw the static snapshot of this cell.",
+                                             [f"{type(exc).__name__}: {exc}"]))
+
+    def _summary(self) -> str:
+        text, _ = self.session.status()
+        return f"{self.title}: {text}"
+
+    def show(self, delay: float | None = None) -> snapshot.SnapshotDisplay:
+        """Display the widget and its snapshot as one output (kept up to date: see ``snapshot``)."""
+        self.display = snapshot.SnapshotDisplay(self.widget, lambda: (self.snapshot_html(), self._summary()), delay)
+        self.display.show()
+        return self.display
+
+    def _changed(self) -> None:
+        if self.display is not None:
+            self.display.changed()
 
     # -- session events -------------------------------------------------------------------------------
     def on_session(self, changed: set[str]) -> None:
         if "error" in changed:
-            self.dirty |= {"error", "trace", "mlir", "crosswalk"}
+            self._invalidate({"error", "trace", "mlir", "crosswalk"})
         if "trace" in changed:
-            self.dirty |= {"trace", "crosswalk"}
-            self.svg = None
+            self._invalidate({"trace", "crosswalk"})
         if "mlir" in changed:
-            self.dirty |= {"mlir", "crosswalk"}
+            self._invalidate({"mlir", "crosswalk"})
             self.mlir_editor.on_session()
         if "engine" in changed:
-            self.dirty |= {"engine", "crosswalk", "compare"}
-        if "run" in changed and self.run_shown:  # a result of the old engine is on screen
-            self.run_out.value = "<i>engine changed: run or time again</i>"
-            self.run_shown = False
+            self._invalidate({"engine", "crosswalk", "compare"})
+        if "run" in changed and self.run_view.kind != "note":  # a result of the old engine is on screen
+            self._set_run(tabs.RunView(message="engine changed: run or time again"), publish=False)
         if "log" in changed:
-            self.dirty.add("log")
+            self._invalidate({"log"})
         # The fast tabs are the point of the loop: always refresh them (and the cheap engine/error ones);
         # the log and the crosswalk when shown.
         for key in ("trace", "mlir", "engine", "error"):
@@ -93,6 +148,7 @@ class LabWidget:
         self._render_visible()
         if changed & {"stale", "status", "error"}:
             self._update_status()
+        self._changed()
 
     def _update_status(self) -> None:
         text, kind = self.session.status()
@@ -118,38 +174,31 @@ class LabWidget:
 
     def _render(self, key: str) -> None:
         start = time.perf_counter()
-        s = self.session
         self.dirty.discard(key)
-        if key == "trace" and s.traced is not None:
-            self.svg = tabs.trace_graph(s.traced, s.error_op)
-            self.panes["trace"].value = tabs.trace_tab(s.traced, *self.svg)
-        elif key == "mlir" and s.lowered is not None:
-            self.panes["mlir"].value = tabs.mlir_tab(s.lowered, self.generic.value, s.error_op)[0]
-        elif key == "engine" and s.built is not None:
-            self.panes["engine"].value = tabs.engine_tab(s.built)
-        elif key == "log":
-            self.panes["log"].value = tabs.log_tab(s)
-        elif key == "error":
-            self.panes["error"].value = tabs.error_tab(s.error_info())
-        elif key == "crosswalk" and s.traced is not None:
-            self._render_crosswalk()
+        if key == "crosswalk":
+            if self.session.traced is not None:
+                self._render_crosswalk()
         elif key == "compare":
             self.compare.refresh()
+        elif key in self.panes:
+            view = self._view(key)
+            if view is not None:
+                self.panes[key].value = sanitize(view.html())
         self.render_times[key] = time.perf_counter() - start
 
     def _render_crosswalk(self) -> None:
         s = self.session
-        if self.svg is None:
-            self.svg = tabs.trace_graph(s.traced, s.error_op)
-        svg, dot, _ = self.svg
+        trace = self._view("trace")
         info = s.error_info()
         error = None if info is None else {"message": info["summary"], "op": info.get("op")}
         bundle = crosswalk.build_bundle(
-            s.traced, s.lowered, s.built, title=self.session.exe_name, error=error, svg=svg, dot=dot
+            s.traced, s.lowered, s.built, title=self.session.exe_name, error=error, svg=trace.svg, dot=trace.dot
         )
-        self.crosswalk.outputs = (
-            {"output_type": "display_data", "data": crosswalk.mime_bundle(bundle), "metadata": {}},
-        )
+        # Where the tripy-lab renderer is not installed, the static trace/MLIR/layer panes stand in.
+        panes = {key: self._view(key) for key in ("trace", "mlir", "engine")}
+        fallback = snapshot.snapshot_html(self.title, panes, keys=("trace", "mlir", "engine"))
+        data = {**crosswalk.mime_bundle(bundle), "text/html": fallback}
+        self.crosswalk.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
 
     # -- controls -------------------------------------------------------------------------------------
     def _on_engine(self, _change) -> None:
@@ -158,6 +207,15 @@ class LabWidget:
         s = self.session
         if s.stale & {"engine"} and (s.last_build_seconds or 0) < s.auto_build_seconds:
             s.build()
+
+    def _on_tab(self, _change) -> None:
+        self._render_visible()
+        self._changed()  # activity: holds back the snapshot update while the user looks around
+
+    def _on_generic(self, _change) -> None:
+        self._invalidate({"mlir"})
+        self._render("mlir")
+        self._changed()
 
     def _on_edit_toggle(self, editing: bool) -> None:
         self.panes["mlir"].layout.display = "none" if editing else None
@@ -189,8 +247,8 @@ class LabWidget:
         self.run_button.add_class("tripy-run")
         self.time_button.add_class("tripy-time")
         self.sweep_button.add_class("tripy-sweep-button")
-        self.run_shown = False  # run_out holds a result (not a hint): an engine change must say so
-        self.run_out = W.HTML("<i>build, then Run or Time</i>")
+        self.run_view = tabs.RunView()  # kind "note" until something ran: an engine change only says so then
+        self.run_out = W.HTML(self.run_view.html())
         self.run_out.add_class("tripy-run-out")
         return W.VBox(
             [
@@ -207,47 +265,42 @@ class LabWidget:
             return [parse_custom_shapes(self.custom.value)]
         return ["min", "opt", "max"] if value == "min, opt, max" else [value]
 
+    def _set_run(self, view: tabs.RunView, publish: bool = True) -> None:
+        self.run_view = self.views["run"] = view
+        self.run_out.value = sanitize(view.html())
+        if publish:
+            self._changed()
+
     def _guard(self, fn) -> None:
         if self.session.exe is None:
-            self.run_out.value = views.status_html("No Executable yet: press Build.", "error")
+            self._set_run(tabs.RunView("error", "No Executable yet: press Build."))
             return
-        self.run_out.value = views.status_html("running…", "busy")
+        self._set_run(tabs.RunView("busy", "running…"), publish=False)
         try:
-            self.run_out.value = fn(self.session.exe)
-            self.run_shown = True
+            self._set_run(fn(self.session.exe))
         except Exception as exc:  # a bad custom shape or a run-time error: show it, keep the widget alive
-            self.run_out.value = views.error_html(
-                getattr(exc, "summary", f"{type(exc).__name__}: {exc}"), getattr(exc, "details", [])
-            )
+            self._set_run(tabs.RunView("error", getattr(exc, "summary", f"{type(exc).__name__}: {exc}"),
+                                       details=list(getattr(exc, "details", []))))
 
-    def _run_once(self, exe) -> str:
-        parts = []
+    def _run_once(self, exe) -> tabs.RunView:
+        results = []
         for point in self._points():
             shapes = timing.shapes_at(exe.input_infos, point)
             out = exe(**timing.make_inputs(exe.input_infos, shapes))
             outs = out if isinstance(out, tuple) else (out,)
-            desc = "; ".join(f"{tuple(o.shape)} {o.dtype}" for o in outs)
-            parts.append(
-                f"<li><code>{html.escape(timing.shape_label(shapes))}</code> → {html.escape(desc)}</li>"
-            )
-        return f"<ul class='tripy-run-result'>{''.join(parts)}</ul>"
+            results.append((timing.shape_label(shapes), "; ".join(f"{tuple(o.shape)} {o.dtype}" for o in outs)))
+        return tabs.RunView("run", results=results)
 
-    def _time(self, exe) -> str:
+    def _time(self, exe) -> tabs.RunView:
         df = timing.benchmark(exe, self._points(), warmup=self.warmup.value, iters=self.iters.value)
-        return (
-            '<div class="tripy-timing">'
-            + views.frame_html(df.drop(columns=["error"]) if not df["error"].any() else df)
-            + "</div>"
-        )
+        return tabs.RunView("time", frame=df)
 
-    def _sweep(self, exe) -> str:
+    def _sweep(self, exe) -> tabs.RunView:
         points, xlabel, xs, opt_x = timing.sweep_points(exe.input_infos, n=6)
         df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value, label="sweep")
         ok = df["error"] == ""
-        svg = views.sweep_svg(
-            [x for x, good in zip(xs, ok) if good], list(df.loc[ok, "median_ms"]), opt_x, xlabel
-        )
-        return svg + '<div class="tripy-timing">' + views.frame_html(df) + "</div>"
+        sweep = ([x for x, good in zip(xs, ok) if good], list(df.loc[ok, "compute_ms"]), opt_x, xlabel)
+        return tabs.RunView("sweep", frame=df, sweep=sweep)
 
 
 def parse_custom_shapes(text: str) -> dict:
@@ -264,3 +317,30 @@ def parse_custom_shapes(text: str) -> dict:
         else:
             out[name] = int(value)
     return out
+
+
+def session_of(exe, name: str = "exe") -> Session:
+    """A Session over an Executable's stages (``exe.stages``): nothing re-traced, the engine rebuildable."""
+    from tripy_lab.lab.bounds_model import BoundsModel
+
+    model = BoundsModel.from_values(list(exe.input_infos), dict(exe.input_infos))
+    st = exe.stages
+    built = st.get("built")
+    session = Session(None, model, exe_name=name, engine=None,
+                      optimization_level=getattr(built, "optimization_level", 3))
+    session.traced = session.good_traced = st.get("traced")
+    session.lowered = st.get("lowered")
+    session.key = model.key()
+    if built is not None:
+        session.built, session.exe, session.last_build_seconds = built, exe, built.seconds
+        session._built.put(session._build_key(), built)
+    return session
+
+
+def show(exe, name: str = "exe") -> LabWidget:
+    """The ``%%tpcompile`` view (tabs + static snapshot, one output) of an Executable compiled in Python."""
+    ui = LabWidget(session_of(exe, name), None, title=f"{name} = {exe}")
+    for key in ("trace", "mlir", "engine", "error"):
+        ui._render(key)
+    ui.show()
+    return ui

@@ -147,7 +147,7 @@ def _blob_to_numpy(data: bytes, t: TensorType) -> np.ndarray:
     if name == "f4E2M1FN":
         flat = flat.view(NUMPY_DTYPES[name])
     else:
-        flat = flat.astype(NUMPY_DTYPES[name])
+        flat = flat.astype(NUMPY_DTYPES[name], copy=False)  # weights: no copy when the storage dtype matches
     shape = tuple(t.get_shape())
     n = int(np.prod(shape, dtype=np.int64))
     if flat.size == 1 and n != 1:
@@ -163,7 +163,7 @@ def elements_to_numpy(attr: Attribute, resources: Mapping[str, bytes] | None = N
         handle = attr.resource_handle.data
         if resources is None or handle not in resources:
             raise KeyError(f"dense_resource<{handle}>: no bytes for this handle (pass resources=...)")
-        return _blob_to_numpy(bytes(resources[handle]), attr.type)
+        return _blob_to_numpy(resources[handle], attr.type)  # bytes or a memoryview: never copied here
     raise TypeError(f"not an elements attribute: {attr}")
 
 

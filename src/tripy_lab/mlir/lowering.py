@@ -40,6 +40,7 @@ class _Ctx:
         self.values: dict[int, object] = {}
         self.location = location
         self.resources: dict[str, bytes] = {}
+        self._buffers: dict[tuple, object] = {}
 
     def add(self, op):
         op.location = self.location
@@ -66,10 +67,17 @@ class _Ctx:
             i32 = self.add(trt.ConstantOp(trt.dense_elements(array.astype(np.int32), "i32"))).results[0]
             return self.add(trt.CastOp(i32, tensor_type(array.shape, dtypes.bool))).results[0]
         if array.size > config.inline_constant_limit and not _is_splat(array):
+            # One constant per buffer: a weight used twice (a tied embedding) is one constant in the IR.
+            key = (array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str, dt.name)
+            if key in self._buffers:
+                return self._buffers[key]
             handle = f"tripy_const_{len(self.resources)}"
-            self.resources[handle] = array.astype(dtypes.to_numpy(dt)).tobytes()
+            data = np.ascontiguousarray(array, dtype=dtypes.to_numpy(dt))
+            # No copy: the blob is a view of the trace constant's array (which the user's Tensor already holds).
+            self.resources[handle] = memoryview(data.reshape(-1).view(np.uint8)).toreadonly()
             attr = DenseResourceAttr.from_params(handle, tensor_type(array.shape, dt))
-            return self.add(trt.ConstantOp(attr)).results[0]
+            self._buffers[key] = value = self.add(trt.ConstantOp(attr)).results[0]
+            return value
         return self.add(trt.ConstantOp(trt.dense_elements(array, dt.mlir))).results[0]
 
 

@@ -78,7 +78,9 @@ class Lowered:
             traced = None  # a different number of results: the original's return form no longer applies
         return cls(program, time.perf_counter() - start, traced)
 
-    def build(self, engine: str | None = None, optimization_level: int = 3) -> Built:
+    def build(self, engine: str | None = None, optimization_level: int = 3, shapes="profile") -> Built:
+        """Build with an engine. ``shapes``: the input signatures compiled now ("profile": opt, min, max;
+        "opt"; or a list of {arg: shape} dicts besides them); others are compiled on first use."""
         check_optimization_level(optimization_level)
         name, reason = choose(engine)
         cls = engine_class(name)
@@ -87,11 +89,17 @@ class Lowered:
             raise_error(f"The '{name}' engine is not available here.", [why, f"(chosen because: {reason})"])
         options = BuildOptions(optimization_level=optimization_level,
                                timing_cache_path=config.timing_cache_file_path,
-                               compilation_cache_dir=config.xla_cache_dir())
+                               compilation_cache_dir=config.xla_cache_dir(), build_shapes=shapes)
         start = time.perf_counter()
         compiled = cls().build(self.program, options)
         compiled.report.reason = reason
         return Built(compiled, time.perf_counter() - start, self, optimization_level)
+
+    def to_onnx(self, path: str) -> str:
+        """Write this program as an ONNX model (checked by onnx.checker); returns the path."""
+        from tripy_lab.engine.onnx_export import export_onnx
+
+        return export_onnx(self.program, path)
 
     def __str__(self) -> str:
         return self.as_text()

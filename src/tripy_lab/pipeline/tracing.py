@@ -7,7 +7,7 @@ import inspect
 import time
 from collections.abc import Callable
 
-from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, check_named_dimensions
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import Module
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
@@ -31,9 +31,9 @@ def _compiling():
 
 def _input_tensor(name: str, info) -> Tensor:
     if isinstance(info, DimensionInputInfo):
-        tt = TraceTensor(shape=(), dtype=info.dtype, name=name, is_shape=True)
+        tt = TraceTensor(shape=(), dtype=info.dtype, name=name, is_shape=True, is_compile_tracer=True)
         return DimensionSize._wrap(tt)
-    tt = TraceTensor(shape=info.static_shape(), dtype=info.dtype, name=name)
+    tt = TraceTensor(shape=info.static_shape(), dtype=info.dtype, name=name, is_compile_tracer=True)
     return Tensor._wrap(tt)
 
 
@@ -64,7 +64,9 @@ def _has_info(value) -> bool:
 
 def _signature(func) -> inspect.Signature:
     if isinstance(func, Module):
-        return inspect.signature(func.forward)
+        # Older Tripy programs (NVIDIA's ResNet-50, CLIP) override __call__ instead of forward.
+        overrides_call = type(func).__call__ is not Module.__call__
+        return inspect.signature(func.__call__ if overrides_call else func.forward)
     return inspect.signature(func)
 
 
@@ -95,6 +97,7 @@ def trace(func: Callable, args=(), kwargs=None):
             call_kwargs[pname] = _flatten(pname, value, inputs, infos)
         else:
             call_args.append(_flatten(pname, value, inputs, infos))
+    check_named_dimensions(infos)
     if isinstance(func, Module):
         for key, tensor in func.state_dict().items():
             if isinstance(tensor, Tensor):

@@ -17,6 +17,7 @@ class Trace:
         self.input_infos = dict(input_infos or {})
         self.name = name
         self.ops = self._topo_sort()
+        self._check_leaked_inputs()
         self._renumber()
         self._check_names()
 
@@ -52,6 +53,19 @@ class Trace:
                 if inp.producer is not None and id(inp) not in input_ids and id(inp.producer) not in seen:
                     stack.append((inp.producer, False))
         return order
+
+    def _check_leaked_inputs(self) -> None:
+        """A tensor with no producer that is not one of our inputs is another compile's input: a tracer that
+        escaped its function through a side effect (``side.append(t)``). Its value never existed."""
+        input_ids = {id(t) for t in self.inputs}
+        for op in self.ops:
+            for t in op.inputs:
+                if t.producer is None and id(t) not in input_ids:
+                    raise_error("Cannot use a tensor traced by tp.compile outside the function being compiled.",
+                                [f"The tensor made at {op.location.short if op.location else '?'} depends on "
+                                 f"'{t.name}', an input of a function traced by tp.compile (it escaped through a "
+                                 "side effect, e.g. appended to a list); it has no value outside that trace.",
+                                 "Return the tensor from the compiled function and use the Executable's output."])
 
     def _check_names(self) -> None:
         by_name: dict[str, TraceTensor] = {}

@@ -31,6 +31,8 @@ class TraceTensor:
     is_shape: bool = False
     # For 1-D shape tensors whose entries are partly known: an int per known entry, None elsewhere.
     known: tuple | None = None
+    # Traced from a compile input (nvtripy's rule: then `Tensor.shape` gives DimensionSizes, even for static dims).
+    is_compile_tracer: bool = False
 
     @property
     def rank(self) -> int:

@@ -224,6 +224,8 @@ def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, loca
     results = OPS[kind].rule(inputs, params)
     outputs = [TraceTensor(shape=tuple(s), dtype=dt, location=location) for s, dt in results]
     op = TraceOp(kind, list(inputs), outputs, params, location)
+    tracer = any(t.is_compile_tracer for t in inputs)
     for out in outputs:
         out.producer = op
+        out.is_compile_tracer = tracer
     return outputs

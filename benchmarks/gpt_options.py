@@ -1,0 +1,100 @@
+"""Where the GPT's time goes on the GPU, and which XLA options move it (H200 exploration, one process):
+
+    python benchmarks/gpt_options.py [--out-dir DIR]
+
+For B8 T1024 and B1 T128 (static shapes): build the GPT-2-small decoder (benchmarks/gpt.py) under each
+option set of ``VARIANTS`` (passed to XLA as optimization level 3's options), time back-to-back calls
+and print the per-kind time of the lab's per-layer profile; at B1 T128 also the host overhead of the
+Executable vs the raw jitted call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt  # noqa: E402
+from bench_gpu import timed  # noqa: E402
+
+import tripy_lab as tp  # noqa: E402
+
+VARIANTS = {
+    "defaults": {},
+    "cublaslt": {"xla_gpu_enable_cublaslt": True},
+    "no_triton_gemm": {"xla_gpu_enable_triton_gemm": False},
+    "no_triton_gemm+cublaslt": {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True},
+    "no_dot_merger": {"xla_disable_hlo_passes": "dot_merger"},
+    "no_dot_merger+cublaslt": {"xla_disable_hlo_passes": "dot_merger", "xla_gpu_enable_cublaslt": True},
+    "triton_gemm_any": {"xla_gpu_triton_gemm_any": True},
+    "no_command_buffer": {"xla_gpu_enable_command_buffer": ""},
+}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out-dir", default=None)
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--shapes", default="8x1024,1x128")
+    a = p.parse_args()
+    import jax
+
+    from tripy_lab import pipeline
+    from tripy_lab.engine import xla
+    from tripy_lab.lab import profile
+
+    rng = np.random.default_rng(0)
+    params = gpt.weights(rng)
+    model = gpt.tripy_gpt(params)
+    gpu = jax.devices()[0]
+    results = {}
+    for b, t in (tuple(int(v) for v in bt.split("x")) for bt in a.shapes.split(",")):
+        lowered = pipeline.trace(model, args=[tp.InputInfo((b, t), tp.int32)]).lower()
+        idx = jax.device_put(rng.integers(0, gpt.V, (b, t)).astype(np.int32), gpu)
+        for name in a.variants.split(","):
+            xla.OPT_LEVEL_OPTIONS[3] = dict(VARIANTS[name])
+            try:
+                built = lowered.build(engine="xla", shapes="opt")
+            except Exception as exc:
+                results[f"B{b}_T{t} {name}"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+                continue
+            exe = built.executable()
+            ms = timed(lambda exe=exe, idx=idx: exe(idx), exe.synchronize, iters=10) * 1e3
+            row = {"ms": ms, "tflops": gpt.flops(b, t) / ms / 1e9, "compile_s": built.seconds,
+                   "notes": [n for n in built.report.notes if "dropped" in n]}
+            if name == "defaults":
+                layers = profile(exe, calls=10)
+                row["compute_ms"], row["layers_ms"] = layers.attrs["compute_ms"], layers.attrs["layers_ms"]
+                row["by_kind_ms"] = {k: round(float(v), 4) for k, v in
+                                     layers.groupby("kind")["time_ms"].sum().sort_values(ascending=False).items()}
+                top = layers.sort_values("time_ms", ascending=False).head(15)
+                row["top"] = [f"{r['layer']} [{r['kind']}] {r['time_ms']:.4f} ms {r['source_lines']}"
+                              for r in top.to_dict("records")]
+                if a.out_dir:
+                    layers.to_csv(os.path.join(a.out_dir, f"layers_B{b}_T{t}.csv"), index=False)
+                c = exe._compiled
+                raw, consts = c._opt.call, tuple(c._consts)
+                last = {}
+
+                def raw_call(raw=raw, consts=consts, last=last, idx=idx):
+                    last["o"] = raw(idx, *consts)
+
+                row["raw_jit_ms"] = timed(raw_call, lambda last=last: last["o"][0].block_until_ready(),
+                                          iters=10) * 1e3
+                row["n_args"] = 1 + len(consts)
+            results[f"B{b}_T{t} {name}"] = row
+            print(f"B{b}_T{t} {name}", json.dumps(row, indent=1), flush=True)
+    xla.OPT_LEVEL_OPTIONS[3] = {}
+    if a.out_dir:
+        with open(os.path.join(a.out_dir, "gpt_options.json"), "w") as fh:
+            json.dump(results, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

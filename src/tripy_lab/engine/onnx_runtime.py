@@ -1,0 +1,318 @@
+"""The ``onnxruntime`` engine: the program lowered to ONNX (``onnx_lowering``) and run by ONE
+``onnxruntime.InferenceSession`` for the whole profile: every shape inside the InputInfo bounds runs
+without another build (the xla engine compiles once per new shape).
+
+``optimization_level`` -> ``SessionOptions.graph_optimization_level``
+====== ==================================================================================
+level  onnxruntime graph optimization
+====== ==================================================================================
+0      ``ORT_DISABLE_ALL``: the ONNX graph as lowered, node for node
+1      ``ORT_ENABLE_BASIC``: constant folding, redundant-node elimination
+2      ``ORT_ENABLE_EXTENDED``: plus fusions (Gelu, LayerNorm, MatMul+Add, attention ...)
+3-5    ``ORT_ENABLE_ALL`` (3 is the default, as in onnxruntime): plus layout optimizations.
+       onnxruntime has no level above it, so 4 and 5 build the same session as 3.
+====== ==================================================================================
+
+Providers: ``TensorrtExecutionProvider`` when onnxruntime-gpu offers it and ``tensorrt`` imports (its
+optimization profile is the InputInfo bounds: ``trt_profile_min_shapes`` / ``trt_profile_opt_shapes`` /
+``trt_profile_max_shapes``; never run by us), else ``CUDAExecutionProvider`` when offered, then CPU.
+
+``run`` takes numpy arrays or anything ``np.asarray`` reads (device arrays are copied to the host) and
+returns host numpy arrays on every provider (no IOBinding of device buffers yet).
+
+The layer table comes from the session's optimized model (``optimized_model_filepath``): one row per node
+after onnxruntime's fusions; a fused node names every MLIR op (hence trace op and user line) whose tensors
+lie between its inputs and outputs. ``layer_times()`` runs a second, profiling session and returns
+onnxruntime's per-node kernel times joined to those rows.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+from tripy_lab.core.errors import TripyException
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+
+OPT_LEVELS = {0: "ORT_DISABLE_ALL", 1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 3: "ORT_ENABLE_ALL",
+              4: "ORT_ENABLE_ALL", 5: "ORT_ENABLE_ALL"}
+_NODE_IN_ERROR = re.compile(r"(?:Name:|node with name )'([^']*)'")
+
+
+def profile_shapes(program) -> dict[str, str]:
+    """TensorRT EP profile options from the InputInfo bounds: ``{"trt_profile_min_shapes": "x:1x6,..."}``."""
+    out = {}
+    for point in ("min", "opt", "max"):
+        parts = []
+        for name, info in program.input_infos.items():
+            if isinstance(info, InputInfo):
+                parts.append(f"{name}:" + "x".join(str(d) for d in getattr(info.shape_bounds, point)))
+        out[f"trt_profile_{point}_shapes"] = ",".join(parts)
+    return out
+
+
+def choose_providers(program) -> list:
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
+    providers: list = []
+    if "TensorrtExecutionProvider" in available and importlib.util.find_spec("tensorrt") is not None:
+        providers.append(("TensorrtExecutionProvider", profile_shapes(program)))
+    if "CUDAExecutionProvider" in available:
+        providers.append("CUDAExecutionProvider")
+    providers.append("CPUExecutionProvider")
+    return providers
+
+
+_CARRIER_NP = {"bf16": np.float32, "f8E4M3FN": np.float32, "f4E2M1FN": np.float32, "i4": np.int8}
+
+
+class OnnxRuntimeCompiled(CompiledEngine):
+    def __init__(self, program, options: BuildOptions):
+        import onnx
+        import onnxruntime as ort
+
+        from tripy_lab.engine.onnx_lowering import lower_to_onnx, with_carrier_types
+        from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of
+
+        t0 = time.perf_counter()
+        self.program = program
+        self.lowering = lower_to_onnx(program)
+        t1 = time.perf_counter()
+        level = int(options.optimization_level)
+        if level not in OPT_LEVELS:
+            raise TripyException(f"Invalid optimization_level {level} for the onnxruntime engine.", ["Expected 0..5."])
+        self.providers = choose_providers(program)
+        self._tmp = tempfile.TemporaryDirectory(prefix="tripy_lab_ort_")
+        self._model_bytes = with_carrier_types(self.lowering.model).SerializeToString()
+        self._level = level
+        self.sessions_built = 0
+        self.session = self._session(optimized=os.path.join(self._tmp.name, "optimized.onnx"))
+        t2 = time.perf_counter()
+        self._optimized = None
+        self._layers: list[LayerRecord] | None = None
+        self._profiler = None
+        main = program.main()
+        self._elems = [elem_of(a.type) for a in main.body.block.args]
+        # bf16/f8/f4/int4 inputs travel as f32/int8 (exact; with_carrier_types), outputs come back that way
+        self._carrier = [_CARRIER_NP.get(e) for e in self._elems]
+        ret = main.body.block.last_op
+        self._out_dtypes = [NUMPY_DTYPES[elem_of(v.type)] for v in ret.operands]
+        self._in_names = self.lowering.input_names
+        self._last = None
+        used = self.session.get_providers()
+        device = "cpu" if used[0] == "CPUExecutionProvider" else used[0].removesuffix("ExecutionProvider").lower()
+        self.report = BuildReport(engine="onnxruntime", device=device)
+        self.report.notes.append(f"optimization_level={level} -> graph_optimization_level={OPT_LEVELS[level]}"
+                                 + (" (onnxruntime's highest; same session as level 3)" if level > 3 else ""))
+        self.report.notes.append(f"onnx {onnx.__version__} (opset {self.lowering.model.opset_import[0].version}), "
+                                 f"onnxruntime {ort.__version__}; providers {', '.join(used)}")
+        self.report.notes.append(f"one InferenceSession for the whole profile: lower {t1 - t0:.3f}s, "
+                                 f"session {t2 - t1:.3f}s, {len(self.lowering.model.graph.node)} ONNX nodes, "
+                                 f"{len(self.lowering.model.graph.initializer)} initializers")
+        self.report.cache.update({"sessions_built": self.sessions_built, "profile": "whole (min..max)",
+                                  "shapes_run": 0})
+        self._shapes_seen: set = set()
+
+    def _session(self, optimized: str | None = None, profile_prefix: str | None = None):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, OPT_LEVELS[self._level])
+        so.log_severity_level = 3  # errors only: its warnings are about its own choices, not the user's program
+        # idle worker threads sleep instead of spinning: on a shared notebook CPU spinning threads fight the
+        # threads that do the work (GPT-2 small on a loaded 2-core VM: 1289 ms -> 644 ms per call)
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if optimized:
+            so.optimized_model_filepath = optimized
+        if profile_prefix:
+            so.enable_profiling = True
+            so.profile_file_prefix = profile_prefix
+        try:
+            sess = ort.InferenceSession(self._model_bytes, so, providers=self.providers)
+        except Exception as exc:
+            raise self._error("onnxruntime could not build a session", exc) from exc
+        if not profile_prefix:
+            self.sessions_built += 1
+        return sess
+
+    def _error(self, what: str, exc: Exception) -> TripyException:
+        """A TripyException at the user's line of the node onnxruntime names in its message."""
+        text = str(exc).strip()
+        m = _NODE_IN_ERROR.search(text)
+        index = self.lowering.origin_of_node(m.group(1)) if m else None
+        first = text.splitlines()[0] if text else type(exc).__name__
+        if index is None:
+            return TripyException(f"onnxruntime engine: {what}: {first}")
+        mlir_name, trace_name, line = self.lowering.op_info[index]
+        origin = self.program.origins.get(trace_name) if trace_name else None
+        details = [f"In {mlir_name} (MLIR op #{index}, trace op {trace_name}{', ' + line if line else ''})."]
+        if origin is not None:
+            details.append(f"Trace op: {origin.text}")
+        return TripyException(f"onnxruntime engine: {what}: {first}", details,
+                              origin.location if origin else None, op=trace_name or None)
+
+    # ------------------------------------------------------------------------------------ running
+    def _feed(self, args: Sequence[Any]) -> dict:
+        feed = {}
+        for name, a, carrier in zip(self._in_names, args, self._carrier):
+            array = np.asarray(a)
+            feed[name] = array.astype(carrier) if carrier is not None else array
+        return feed
+
+    def run(self, args: Sequence[Any]) -> list[Any]:
+        feed = self._feed(args)
+        key = tuple(np.shape(a) for a in args)
+        if key not in self._shapes_seen:
+            self._shapes_seen.add(key)
+            self.report.cache["shapes_run"] = len(self._shapes_seen)
+        try:
+            outs = self.session.run(None, feed)
+        except Exception as exc:
+            raise self._error("run failed", exc) from exc
+        return [o if o.dtype == dt else o.astype(dt) for o, dt in zip(outs, self._out_dtypes)]
+
+    # ------------------------------------------------------------------------------------ describing
+    @property
+    def optimized_model(self):
+        """The session's optimized graph (after onnxruntime's fusions), as an ``onnx.ModelProto``."""
+        if self._optimized is None:
+            import onnx
+
+            path = os.path.join(self._tmp.name, "optimized.onnx")
+            self._optimized = onnx.load(path) if os.path.exists(path) else self.lowering.model
+        return self._optimized
+
+    @property
+    def layers(self) -> list[LayerRecord]:
+        if self._layers is None:
+            self._layers = self._layer_records()
+        return self._layers
+
+    def _layer_records(self) -> list[LayerRecord]:
+        from tripy_lab.engine.onnx_lowering import tensor_types
+
+        low = self.lowering
+        types = tensor_types(low.model)
+        provider = self.session.get_providers()[0]
+        nodes = list(self.optimized_model.graph.node)
+        sources = []
+        for node in nodes:
+            index = low.origin_of_node(node.name)
+            if index is not None and node.name in low.node_origin:  # a node as lowered
+                sources.append([index])
+            elif index is not None:  # fused: named after its first node; covers every op in between
+                sources.append(sorted({index, *low.node_sources(node.input, node.output)}))
+            else:  # made by onnxruntime (shared shape nodes, ...): the ops whose tensors it outputs
+                sources.append(sorted({low.tensor_origin[o] for o in node.output if o in low.tensor_origin}))
+        # nodes onnxruntime made from scratch (shared shape computations): the ops of their first consumer
+        consumer = {t: k for k, node in reversed(list(enumerate(nodes))) for t in node.input}
+        for k in range(len(nodes)):
+            seen = set()
+            j = k
+            while not sources[k] and j not in seen:
+                seen.add(j)
+                nxt = [consumer[o] for o in nodes[j].output if o in consumer]
+                if not nxt:
+                    break
+                j = nxt[0]
+                sources[k] = list(sources[j])
+        records = []
+        for k, (node, ops) in enumerate(zip(nodes, sources)):
+            trace_ops = tuple(dict.fromkeys(low.op_info[i][1] for i in ops if low.op_info[i][1]))
+            lines = tuple(dict.fromkeys(low.op_info[i][2] for i in ops if low.op_info[i][2]))
+            kind = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+            shapes = tuple(types.get(o, ((), ""))[0] for o in node.output if o)
+            dts = tuple(types.get(o, ((), "?"))[1] for o in node.output if o)
+            records.append(LayerRecord(name=node.name or f"{node.op_type}_{k}", kind=kind, source_ops=trace_ops,
+                                       source_lines=lines, output_shapes=shapes, output_dtypes=dts,
+                                       kernel=provider, mlir_ops=tuple(ops)))
+        return records
+
+    def layer_times(self, args: Sequence[Any] | None = None, iters: int = 10) -> list[dict]:
+        """Per-layer kernel times from onnxruntime's profiler, one dict per layer of ``layers``.
+
+        Runs a second (profiling) session ``iters`` times on ``args`` (arrays in argument order; default:
+        random data at the profile's opt shapes). Keys: ``name``, ``kind``, ``source_ops``, ``source_lines``,
+        ``calls``, ``total_ms``, ``mean_ms``, ``provider``; sorted by ``total_ms``, largest first. The
+        profiling session is not the engine's session (``sessions_built`` does not count it).
+        """
+        args = list(args) if args is not None else self.opt_inputs()
+        prefix = os.path.join(self._tmp.name, "profile")
+        sess = self._session(profile_prefix=prefix)  # same options, hence the same optimized node names
+        feed = self._feed(args)
+        sess.run(None, feed)  # warm-up: kernels that allocate on first use
+        for _ in range(iters):
+            sess.run(None, feed)
+        path = sess.end_profiling()
+        with open(path) as f:
+            events = json.load(f)
+        os.remove(path)
+        totals: dict[str, list] = {}
+        for ev in events:
+            name = ev.get("name", "")
+            if ev.get("cat") != "Node" or not name.endswith("_kernel_time"):
+                continue
+            entry = totals.setdefault(name.removesuffix("_kernel_time"), [0, 0.0, ev.get("args", {})])
+            entry[0] += 1
+            entry[1] += ev.get("dur", 0) / 1e3
+        by_name = {layer.name: layer for layer in self.layers}
+        rows = []
+        for name, (calls, total, evargs) in totals.items():
+            layer = by_name.get(name)
+            rows.append({"name": name, "kind": layer.kind if layer else evargs.get("op_name", ""),
+                         "source_ops": list(layer.source_ops) if layer else [],
+                         "source_lines": list(layer.source_lines) if layer else [],
+                         "calls": calls, "total_ms": total, "mean_ms": total / max(calls, 1),
+                         "provider": evargs.get("provider", "")})
+        return sorted(rows, key=lambda r: -r["total_ms"])
+
+    def opt_inputs(self, seed: int = 0) -> list[np.ndarray]:
+        """Random arrays at the profile's opt shapes (DimensionInputInfo: its opt value), in argument order."""
+        from tripy_lab.mlir.attrs import NUMPY_DTYPES, shape_of
+
+        rng = np.random.default_rng(seed)
+        out = []
+        for name, arg, elem in zip(self._in_names, self.program.main().body.block.args, self._elems):
+            info = self.program.input_infos.get(name)
+            if isinstance(info, DimensionInputInfo):
+                out.append(np.asarray(info.value_bounds.opt[0], np.int32))
+                continue
+            shape = tuple(info.shape_bounds.opt) if isinstance(info, InputInfo) else tuple(
+                d or 1 for d in shape_of(arg.type))
+            dt = NUMPY_DTYPES[elem]
+            if dt.kind in "iub":
+                out.append(rng.integers(0, 2, size=shape).astype(dt))
+            else:
+                out.append(rng.standard_normal(shape).astype(dt))
+        return out
+
+
+class OnnxRuntimeEngine(Engine):
+    name = "onnxruntime"
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
+        if missing:
+            return False, f"{' and '.join(missing)} not installed (pip install 'tripy-lab[onnx]')"
+        from importlib.metadata import PackageNotFoundError, version
+
+        for dist in ("onnxruntime", "onnxruntime-gpu"):
+            try:
+                return True, f"onnxruntime {version(dist)} is installed ({dist})"
+            except PackageNotFoundError:
+                continue
+        return True, "onnxruntime is installed"
+
+    def build(self, program, options: BuildOptions) -> CompiledEngine:
+        return OnnxRuntimeCompiled(program, options)

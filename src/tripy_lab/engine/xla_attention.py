@@ -1,0 +1,353 @@
+"""Scaled-dot-product attention in the MLIR, run as one fused kernel (``jax.nn.dot_product_attention``).
+
+The pattern, as the frontend lowers ``softmax(q @ k^T * scale [masked]) @ v``::
+
+    kt = tensorrt.transpose k (last two dims swapped)      -- or matrix_multiply op1 = kTRANSPOSE
+    s  = tensorrt.matrix_multiply q, kt
+    s  = tensorrt.element_wise <kPROD|kDIV> (s, c)          -- optional; c a scalar constant
+    s  = tensorrt.select (mask, fill, s) | (mask, s, fill)  -- optional; fill all -inf (or <= -1e4)
+    p  = tensorrt.softmax {axis = last} s
+    o  = tensorrt.matrix_multiply p, v
+
+Each intermediate must have no other use that reads its data (``tensorrt.shape`` may read its shape:
+the engine gives such a value an abstract stand-in, ``jax.eval_shape`` of its op). ``find`` matches the
+pattern on the program (structure only); whether a match runs fused is decided while tracing, when the
+values are known: the scale and mask must be static (the mask is evaluated in numpy through constants
+and shape values), the mask causal (lower triangular) or absent, q/k/v of one rank with equal batch and
+head dims; with ``implementation="cudnn"`` also f16/bf16 on a GPU with head dim <= 128. Anything else
+runs the original ops one by one (``plan`` returns None), so the rewrite changes how, never what.
+
+When q, k and v are slices of one packed projection (``x @ W + b`` reshaped to [B, T, 3, H, D] and
+transposed), they are computed as one GEMM each, in the [B, T, H, D] layout the kernel reads
+(``SPLIT_PACKED``), instead of slicing copies out of the packed result.
+
+``MODE``: "auto" (cuDNN on GPUs for f16/bf16, otherwise unfused), "cudnn", "xla" (jax's own
+implementation: fused at the jax level; the CPU tests use it to check the rewrite), or "off".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MODE = "auto"
+# q, k, v sliced out of one packed projection (GPT-2's c_attn) are computed as three GEMMs that write the
+# fused kernel's layout directly (the packed GEMM and its slice copies are then dead code for XLA)
+SPLIT_PACKED = True
+_SWAP_LAST = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2), 5: (0, 1, 2, 4, 3)}
+
+
+@dataclass
+class Match:
+    ops: list[int]  # indices into program.ops() of the pattern's ops (in program order)
+    removed: list[int]  # the ones whose results only the pattern uses (not run on their own)
+    shape_read: list[int]  # removed ops that need abstract values (a tensorrt.shape reads one of the chain)
+    q: object
+    k: object
+    v: object
+    k_transposed_by: str  # "transpose" (k is the transpose's input) or "op1"
+    scale: object | None  # SSA value of the scale constant
+    scale_op: str  # "kPROD" / "kDIV" / ""
+    mask: object | None
+    fill: object | None
+    keep_when: bool  # the mask keeps a score where it is True (select(mask, s, fill)) or False
+    out: object
+
+
+def _single_use(value) -> bool:
+    """One use that reads the data (``tensorrt.shape`` users only read the static shape)."""
+    return sum(1 for u in value.uses if u.operation.name != "tensorrt.shape") == 1
+
+
+def _shape_read(op) -> bool:
+    return any(u.operation.name == "tensorrt.shape" for r in op.results for u in r.uses)
+
+
+def _producer(value):
+    owner = getattr(value, "owner", None)
+    return owner if getattr(owner, "name", "").startswith("tensorrt.") else None
+
+
+def _attr(op, name, default=None):
+    from tripy_lab.mlir.dialect import attr_value
+
+    v = attr_value(op, name)
+    return default if v is None else v
+
+
+def find(ops: list) -> list[Match]:
+    """Every attention pattern in ``ops`` (``program.ops()``), matched backwards from ``p @ v``."""
+    index = {id(op): i for i, op in enumerate(ops)}
+    out = []
+    for op in ops:
+        m = _match_at(op, index)
+        if m is not None:
+            out.append(m)
+    return out
+
+
+def _match_at(op, index) -> Match | None:
+    if op.name != "tensorrt.matrix_multiply" or _attr(op, "op0", "kNONE") != "kNONE" \
+            or _attr(op, "op1", "kNONE") != "kNONE":
+        return None
+    p, v = op.input0, op.input1
+    sm = _producer(p)
+    rank = len(p.type.get_shape())
+    if sm is None or sm.name != "tensorrt.softmax" or not _single_use(p) or int(_attr(sm, "axis", -1)) != rank - 1:
+        return None
+    chain = [sm]
+    s = sm.input
+    mask = fill = None
+    keep_when = True
+    sel = _producer(s)
+    if sel is not None and sel.name == "tensorrt.select" and _single_use(s):
+        then_, else_ = sel.thenInput, sel.elseInput
+        then_is_scores = _producer(then_) is not None and _producer(then_).name in (
+            "tensorrt.element_wise", "tensorrt.matrix_multiply") and _single_use(then_)
+        s, fill, keep_when = (then_, else_, True) if then_is_scores else (else_, then_, False)
+        mask = sel.condition
+        chain.append(sel)
+    scale = None
+    scale_op = ""
+    ew = _producer(s)
+    if ew is not None and ew.name == "tensorrt.element_wise" and _single_use(s) \
+            and _attr(ew, "elementwiseOperation") in ("kPROD", "kDIV"):
+        kind = _attr(ew, "elementwiseOperation")
+        a, b = ew.input1, ew.input2
+        a_mm = _producer(a) is not None and _producer(a).name == "tensorrt.matrix_multiply"
+        if a_mm:
+            s, scale = a, b
+        elif kind == "kPROD" and _producer(b) is not None and _producer(b).name == "tensorrt.matrix_multiply":
+            s, scale = b, a
+        else:
+            return None
+        if any(d != 1 for d in scale.type.get_shape()):
+            return None
+        scale_op = kind
+        chain.append(ew)
+    mm = _producer(s)
+    if mm is None or mm.name != "tensorrt.matrix_multiply" or not _single_use(s) \
+            or _attr(mm, "op0", "kNONE") != "kNONE":
+        return None
+    chain.append(mm)
+    q, kt = mm.input0, mm.input1
+    if _attr(mm, "op1", "kNONE") == "kTRANSPOSE":
+        k, how = kt, "op1"
+    elif _attr(mm, "op1", "kNONE") == "kNONE":
+        tr = _producer(kt)
+        if tr is None or tr.name != "tensorrt.transpose" or tuple(_attr(tr, "permutation", ())) != _SWAP_LAST.get(
+                rank):
+            return None
+        k, how = tr.input, "transpose"
+        if _single_use(kt):
+            chain.append(tr)
+    else:
+        return None
+    if not (len(q.type.get_shape()) == len(k.type.get_shape()) == len(v.type.get_shape()) == rank >= 3):
+        return None
+    ops = sorted([index[id(o)] for o in chain] + [index[id(op)]])
+    removed = [index[id(o)] for o in chain]
+    shape_read = sorted(removed) if any(_shape_read(o) for o in chain) else []  # the chain up to it, too
+    return Match(ops, removed, shape_read, q, k, v, how, scale, scale_op, mask, fill, keep_when, op.results[0])
+
+
+STATIC_EVAL_LIMIT = 1 << 24  # elements: larger values are not evaluated in numpy to inspect a mask
+
+
+def _static(value, env, program=None, depth: int = 0) -> np.ndarray | None:
+    """The numpy value of ``value`` if it depends on constants and shapes only, else None.
+
+    Values the trace folded are in ``env``; a broadcast of a static value that only adds leading dims is
+    looked through (large broadcasts are traced, not folded); large constants (passed to XLA as device
+    arguments, so traced) and the ops on them are evaluated here with the reference engine's numpy table.
+    """
+    v = env.get(value)
+    if isinstance(v, (np.ndarray, np.generic)):
+        return np.asarray(v)
+    op = _producer(value)
+    if op is None or depth > 16:
+        return None
+    if op.name == "tensorrt.broadcast":
+        x = _static(op.input, env, program, depth + 1)
+        if x is not None:
+            out_rank = len(value.type.get_shape())
+            dims = tuple(int(d) for d in (_attr(op, "broadcast_dims", ()) or ()))
+            if dims == tuple(range(out_rank - x.ndim, out_rank)):
+                return x
+    if program is None or op.name == "tensorrt.broadcast":  # a broadcast may be huge: not materialized here
+        return None
+    if op.name == "tensorrt.constant":
+        return np.asarray(program.constant_value(op))
+    from tripy_lab.engine.reference import TABLE
+
+    fn = TABLE.get(op.name)
+    vals = [_static(o, env, program, depth + 1) for o in op.operands]
+    if fn is None or any(x is None or x.size > STATIC_EVAL_LIMIT for x in vals):
+        return None
+    try:
+        out = fn(op, vals, dict(zip(op.operands, vals)), program)
+    except Exception:  # the reference cannot evaluate it statically: treat it as data
+        return None
+    outs = out if isinstance(out, list) else [out]
+    result = np.asarray(outs[list(op.results).index(value)])
+    return result if result.size <= STATIC_EVAL_LIMIT else None
+
+
+def _causal(keep: np.ndarray, t: int, s: int) -> bool:
+    if keep.shape[-2:] != (t, s) and keep.shape[-2:] not in ((1, s), (t, 1), (1, 1)):
+        return False
+    keep = np.broadcast_to(keep, keep.shape[:-2] + (t, s))
+    first = keep.reshape(-1, t, s)
+    return t == s and all(np.array_equal(m, np.tril(np.ones((t, s), bool))) for m in first)
+
+
+def plan(m: Match, env: dict, device_platform: str, mode: str | None = None, program=None) -> dict | None:
+    """How to run a match with the values in ``env`` (keyword arguments for ``run``), or None: unfused."""
+    mode = MODE if mode is None else mode
+    if mode == "off":
+        return None
+    q, k, v = env[m.q], env[m.k], env[m.v]
+    if any(isinstance(x, np.ndarray) for x in (q, k, v)):
+        return None  # folded in numpy while tracing: nothing to fuse
+    dt = np.dtype(q.dtype)
+    low = dt in (np.dtype(np.float16), np.dtype("bfloat16"))
+    impl = mode
+    if mode == "auto":
+        if device_platform == "cpu" or not low:
+            return None
+        impl = "cudnn"
+    if impl == "cudnn" and (not low or device_platform == "cpu"):
+        return None
+    if not (np.dtype(k.dtype) == np.dtype(v.dtype) == dt):
+        return None
+    if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2] or k.shape[-2] != v.shape[-2] \
+            or q.shape[-1] != k.shape[-1]:
+        return None
+    if impl == "cudnn" and (q.shape[-1] > 128 or q.shape[-1] % 8 or v.shape[-1] != q.shape[-1]):
+        return None
+    scale = 1.0
+    if m.scale is not None:
+        c = _static(m.scale, env, program)
+        if c is None:
+            return None
+        c = float(np.asarray(c, np.float64).reshape(-1)[0])
+        if m.scale_op == "kDIV":
+            if c == 0:
+                return None
+            c = 1.0 / c
+        scale = c
+    causal = False
+    if m.mask is not None:
+        cond, fill = _static(m.mask, env, program), _static(m.fill, env, program)
+        if cond is None or fill is None:
+            return None
+        fillv = np.asarray(fill, np.float64)
+        if fillv.size == 0 or not (np.all(fillv == fillv.reshape(-1)[0]) and fillv.reshape(-1)[0] <= -1e4):
+            return None
+        keep = cond.astype(bool) if m.keep_when else ~cond.astype(bool)
+        if not _causal(keep, q.shape[-2], k.shape[-2]):
+            return None
+        causal = True
+    return {"scale": scale, "causal": causal, "implementation": impl}
+
+
+def _packed_projection(value, env, program):
+    """If ``value`` (q, k or v: [B, H, T, D]) is slice ``i`` of a packed projection -- ``x @ W (+ b)``
+    reshaped to [B, T, 3, H, D] and transposed (2, 0, 3, 1, 4), as GPT-2's ``c_attn`` is -- return
+    (matmul op, x, W as [Din, 3, H, D], bias as [3, H, D] or None, i); else None."""
+    r = _producer(value)
+    if r is None or r.name not in ("tensorrt.reshape", "tensorrt.collapse_rank"):
+        return None
+    sl = _producer(r.input)
+    if sl is None or sl.name != "tensorrt.slice" or str(_attr(sl, "mode", "kDEFAULT")) != "kDEFAULT":
+        return None
+    tr = _producer(sl.input)
+    if tr is None or tr.name != "tensorrt.transpose" or tuple(_attr(tr, "permutation", ())) != (2, 0, 3, 1, 4):
+        return None
+    rs = _producer(tr.input)
+    if rs is None or rs.name != "tensorrt.reshape" or not hasattr(env.get(tr.input), "shape"):
+        return None
+    b, t, three, h, d = env[tr.input].shape
+    full, part = env[sl.input].shape, env[sl.results[0]].shape
+    start = _attr(sl, "static_start")
+    if start is None:
+        start = _static(sl.start, env, program)
+    stride = _attr(sl, "static_stride")
+    if stride is None and sl.stride is not None:
+        stride = _static(sl.stride, env, program)
+    if start is None or part[0] != 1 or tuple(part[1:]) != tuple(full[1:]) \
+            or any(int(x) != 0 for x in list(start)[1:]) or (stride is not None and any(int(x) != 1 for x in stride)):
+        return None
+    y, bias = rs.input, None
+    add = _producer(y)
+    if add is not None and add.name == "tensorrt.element_wise" and _attr(add, "elementwiseOperation") == "kSUM":
+        a1, a2 = add.input1, add.input2
+        mm_first = _producer(a1) is not None and _producer(a1).name == "tensorrt.matrix_multiply"
+        y, bias = (a1, env.get(a2)) if mm_first else (a2, env.get(a1))
+        if bias is None or int(np.prod(bias.shape)) != three * h * d:
+            return None
+        bias = bias.reshape(three, h, d)
+    mm = _producer(y)
+    if mm is None or mm.name != "tensorrt.matrix_multiply" or _attr(mm, "op0", "kNONE") != "kNONE":
+        return None
+    x, w = env.get(mm.input0), env.get(mm.input1)
+    if x is None or w is None or len(x.shape) != 3 or tuple(x.shape[:2]) != (b, t):
+        return None
+    op1 = _attr(mm, "op1", "kNONE")
+    if op1 not in ("kNONE", "kTRANSPOSE") or any(s != 1 for s in w.shape[:-2]):
+        return None
+    w = w.reshape(w.shape[-2:])
+    if op1 == "kTRANSPOSE":
+        w = w.T
+    if w.shape != (x.shape[-1], three * h * d):
+        return None
+    return mm, x, w.reshape(x.shape[-1], three, h, d), bias, int(list(start)[0])
+
+
+def packed_qkv(m: Match, env, program):
+    """q, k, v as [B, T, H, D] computed straight from a packed projection (one GEMM each, written in the
+    layout the fused kernel reads, so no slice copies), or None when they do not come from one."""
+    import jax.numpy as jnp
+
+    found = [_packed_projection(x, env, program) for x in (m.q, m.k, m.v)]
+    if any(f is None for f in found) or len({id(f[0]) for f in found}) != 1:
+        return None
+    out = []
+    prec = "highest" if np.dtype(found[0][1].dtype) == np.float32 else None
+    for _, x, w, bias, i in found:
+        y = jnp.einsum("btc,chd->bthd", x, w[:, i], precision=prec)
+        out.append(y if bias is None else y + bias[i])
+    return out
+
+
+def run(q, k, v, scale: float, causal: bool, implementation: str, btnh: bool = False):
+    """softmax(q @ k^T * scale [causal]) @ v for q [..., T, D], k/v [..., S, D] (the MLIR layout)."""
+    import jax
+
+    if np.dtype(q.dtype) == np.float32:  # exact f32 like the unfused ops (no TF32 on GPUs)
+        with jax.default_matmul_precision("highest"):
+            return _run(q, k, v, scale, causal, implementation, btnh)
+    return _run(q, k, v, scale, causal, implementation, btnh)
+
+
+def _run(q, k, v, scale, causal, implementation, btnh):
+    import jax
+    import jax.numpy as jnp
+
+    lead = q.shape[:-2]
+
+    def to_btnh(x):  # [..., T, D] -> [B, T, N, D] with N the last leading dim
+        if len(lead) == 1:
+            return x[:, :, None, :]
+        x = x.reshape((-1, *x.shape[-3:]))
+        return jnp.swapaxes(x, 1, 2)
+
+    if btnh:  # q, k, v given as [B, T, H, D]; the result goes back to [B, H, T, D]
+        o = jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=causal, implementation=implementation)
+        return jnp.swapaxes(o, 1, 2)
+    o = jax.nn.dot_product_attention(to_btnh(q), to_btnh(k), to_btnh(v), scale=scale, is_causal=causal,
+                                     implementation=implementation)
+    if len(lead) == 1:
+        return o[:, :, 0, :]
+    return jnp.swapaxes(o, 1, 2).reshape((*lead, q.shape[-2], v.shape[-1]))

@@ -1,0 +1,141 @@
+"""The xla engine's attention rewrite: the matched pattern runs as jax.nn.dot_product_attention and gives
+the numbers of the unfused program (CPU: jax's own implementation; the GPU tests check cuDNN)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tripy_lab as tp
+from tripy_lab.engine import xla_attention
+
+pytest.importorskip("jax")
+
+B, H, T, D = 2, 3, 16, 8
+CAUSAL = np.tril(np.ones((T, T), np.float32))
+
+
+def causal_attention(q, k, v):
+    s = (q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(D))
+    s = tp.masked_fill(s, tp.Tensor(CAUSAL) == 0, float("-inf"))
+    return tp.softmax(s, dim=-1) @ v
+
+
+def plain_attention(q, k, v):
+    return tp.softmax((q @ tp.transpose(k, -1, -2)) / math.sqrt(D), dim=-1) @ v
+
+
+def banded_attention(q, k, v):  # a mask that is not causal: stays unfused
+    band = np.triu(np.tril(np.ones((T, T), np.float32)), -2)
+    s = tp.masked_fill(q @ tp.transpose(k, -1, -2), tp.Tensor(band) == 0, float("-inf"))
+    return tp.softmax(s, dim=-1) @ v
+
+
+def build(fn, mode, dtype=tp.float32, shape=(B, H, T, D)):
+    old = xla_attention.MODE
+    xla_attention.MODE = mode
+    try:
+        info = tp.InputInfo(shape, dtype)
+        return tp.compile(fn, args=[info, info, info], engine="xla")
+    finally:
+        xla_attention.MODE = old
+
+
+def inputs(shape=(B, H, T, D), dtype=np.float32):
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(shape).astype(dtype) for _ in range(3)]
+
+
+def numpy_attention(q, k, v, causal):
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2) / math.sqrt(D)
+    if causal:
+        s = np.where(CAUSAL == 0, -np.inf, s)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("fn,causal", [(causal_attention, True), (plain_attention, False)])
+def test_fused_matches_unfused_and_numpy(fn, causal):
+    args = inputs()
+    fused, unfused = build(fn, "xla"), build(fn, "off")
+    notes = " ".join(fused.stages["built"].report.notes)
+    assert "attention 1 of 1 pattern(s) fused (xla" + (", causal" if causal else "") in notes, notes
+    assert "attention 0 of 1 pattern(s) fused" in " ".join(unfused.stages["built"].report.notes)
+    a, b = np.asarray(fused(*args)), np.asarray(unfused(*args))
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(a, numpy_attention(*args, causal), rtol=1e-4, atol=1e-5)
+
+
+def test_fused_layer_names_every_op_of_the_pattern_and_its_lines():
+    exe = build(causal_attention, "xla")
+    rows = exe.stages["built"].layers
+    lines = {ln for r in rows for ln in r.source_lines}
+    first = causal_attention.__code__.co_firstlineno
+    assert {f"test_xla_attention.py:{first + k}" for k in (1, 2, 3)} <= lines
+    # the softmax's trace op is a source op of a layer that also does the matmuls' work
+    assert any(len(r.source_ops) >= 4 for r in rows), [r.as_dict() for r in rows]
+
+
+def test_non_causal_mask_and_f32_under_auto_stay_unfused():
+    args = inputs()
+    exe = build(banded_attention, "xla")
+    assert "attention 0 of 1 pattern(s) fused" in " ".join(exe.stages["built"].report.notes)
+    band = np.triu(np.tril(np.ones((T, T))), -2)
+    s = args[0].astype(np.float64) @ np.swapaxes(args[1], -1, -2)
+    s = np.where(band == 0, -np.inf, s)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(exe(*args)), (p / p.sum(-1, keepdims=True)) @ args[2], rtol=1e-4,
+                               atol=1e-5)
+    auto = build(causal_attention, "auto")  # CPU: no cuDNN, so the program runs op by op
+    assert "attention 0 of 1 pattern(s) fused" in " ".join(auto.stages["built"].report.notes)
+
+
+def test_rank3_fused():
+    shape = (4, T, D)
+    args = inputs(shape)
+    fused = build(plain_attention, "xla", tp.float32, shape)
+    unfused = build(plain_attention, "off", tp.float32, shape)
+    assert "attention 1 of 1" in " ".join(fused.stages["built"].report.notes)
+    np.testing.assert_allclose(np.asarray(fused(*args)), np.asarray(unfused(*args)), rtol=1e-5, atol=1e-5)
+
+
+def test_pattern_is_not_matched_when_an_intermediate_has_another_use():
+    def leaky(q, k, v):
+        s = q @ tp.transpose(k, -1, -2)
+        return tp.softmax(s, dim=-1) @ v, s
+
+    exe = build(leaky, "xla")
+    assert not any("attention" in n for n in exe.stages["built"].report.notes)
+
+
+WQKV = np.random.default_rng(3).standard_normal((3 * H * D, 24)).astype(np.float32) / 5
+BQKV = np.random.default_rng(4).standard_normal(3 * H * D).astype(np.float32)
+
+
+def packed_attention(x):
+    """GPT-2's c_attn: one Linear for q, k and v, reshaped and sliced."""
+    b, t = x.shape[0], x.shape[1]
+    lin = tp.Linear(24, 3 * H * D)
+    lin.weight, lin.bias = tp.Tensor(WQKV), tp.Tensor(BQKV)
+    qkv = tp.permute(tp.reshape(lin(x), (b, t, 3, H, D)), (2, 0, 3, 1, 4))
+    q, k, v = qkv[0], qkv[1], qkv[2]
+    s = tp.masked_fill((q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(D)), tp.Tensor(CAUSAL) == 0, float("-inf"))
+    return tp.softmax(s, dim=-1) @ v
+
+
+def test_packed_qkv_projection_is_split_into_three_gemms():
+    x = np.random.default_rng(5).standard_normal((B, T, 24)).astype(np.float32)
+    old = xla_attention.MODE
+    try:
+        xla_attention.MODE = "xla"
+        fused = tp.compile(packed_attention, args=[tp.InputInfo(((1, 2, 3), T, 24), tp.float32)], engine="xla")
+        xla_attention.MODE = "off"
+        unfused = tp.compile(packed_attention, args=[tp.InputInfo((B, T, 24), tp.float32)], engine="xla")
+    finally:
+        xla_attention.MODE = old
+    notes = " ".join(fused.stages["built"].report.notes)
+    assert "attention 1 of 1 pattern(s) fused (xla, split qkv, causal)" in notes, notes
+    np.testing.assert_allclose(np.asarray(fused(x)), np.asarray(unfused(x)), rtol=1e-5, atol=1e-5)
+    y = x @ WQKV.T + BQKV
+    q, k, v = np.transpose(y.reshape(B, T, 3, H, D), (2, 0, 3, 1, 4))
+    np.testing.assert_allclose(np.asarray(fused(x)), numpy_attention(q, k, v, True), rtol=1e-4, atol=1e-4)

@@ -1,0 +1,104 @@
+"""True timing columns and per-layer time: compute (engine-measured) vs latency vs back-to-back, and the
+layer table with a time per layer whose sum matches the compute time."""
+
+import numpy as np
+import pytest
+
+import tripy_lab as tp
+from tripy_lab.lab import benchmark, layer_time, profile, tabs, timing
+
+pytest.importorskip("jax")
+pytest.importorskip("pandas")
+
+W = np.random.default_rng(0).standard_normal((192, 192)).astype(np.float32) / 14
+
+
+def chain(x, w):
+    h = tp.tanh(x @ w)
+    h = tp.exp(h @ w) * 0.5
+    return tp.sum(h @ w, dim=-1)
+
+
+@pytest.fixture(scope="module")
+def xla_exe():
+    return tp.compile(chain, args=[tp.InputInfo(((64, 192, 256), 192), tp.float32), tp.Tensor(W)], engine="xla")
+
+
+def test_xla_timing_columns_are_measured_and_ordered(xla_exe):
+    df = benchmark(xla_exe, shapes=["min", "opt"], warmup=3, iters=30)
+    assert list(df.columns) == timing.COLUMNS
+    assert (df["error"] == "").all()
+    assert (df["compute_method"].str.contains("XLA profiler")).all()
+    assert (df["compute_ms"] > 0).all()
+    # the computation's own events lie inside each synchronized call
+    assert (df["compute_ms"] <= df["latency_p90_ms"]).all(), df[["compute_ms", "latency_ms", "latency_p90_ms"]]
+    np.testing.assert_allclose(df["throughput_per_s"], 1e3 / df["back_to_back_ms"])
+
+
+def test_profile_calls_lie_inside_their_wall_time(xla_exe):
+    inputs = timing.resident_inputs(xla_exe, timing.make_inputs(xla_exe.input_infos,
+                                                                timing.shapes_at(xla_exe.input_infos, "opt")))
+    prof = timing.profile_engine(xla_exe, inputs, calls=8)
+    assert len(prof.compute_s) == 8 and all(c > 0 for c in prof.compute_s)
+
+
+def test_layer_times_sum_to_the_compute_time(xla_exe):
+    df = profile(xla_exe, calls=15)
+    assert list(df.columns) == layer_time.COLUMNS
+    assert df.attrs["compute_ms"] > 0
+    assert abs(df.attrs["layers_ms"] - df.attrs["compute_ms"]) <= 0.15 * df.attrs["compute_ms"], (
+        df.attrs, xla_exe._compiled.last_profile)
+    assert df["time_ms"].sum() == pytest.approx(df.attrs["layers_ms"])
+    # the GEMMs dominate and point at the user's lines
+    top = df.sort_values("time_ms").iloc[-1]
+    assert "test_layer_time.py" in top["source_lines"]
+    assert set(xla_exe.stages["built"].layers[i].name for i in range(len(df))) <= set(df["layer"])
+
+
+def test_engine_tab_shows_layer_times_and_shaded_source(xla_exe):
+    profile(xla_exe, calls=5)
+    page = tabs.EngineView.of(xla_exe.stages["built"]).html()
+    assert "tripy-layer-time" in page and "time (ms)" in page
+    assert "tripy-source-heat" in page and "h = tp.tanh(x @ w)" in page
+
+
+def test_reference_engine_times_each_mlir_op():
+    exe = tp.compile(chain, args=[tp.InputInfo((32, 192), tp.float32), tp.Tensor(W)], engine="reference")
+    df = profile(exe, calls=3, warmup=1)
+    assert len(df) == len(exe.stages["built"].layers)
+    assert df.attrs["method"] == "CPU: wall time of the interpreter, per MLIR op"
+    mm = df[df["kind"] == "matrix_multiply"]
+    assert len(mm) == 3 and (mm["time_ms"] > 0).all()
+    times = layer_time.line_times(exe._compiled.last_profile, exe._program)
+    assert {line for _, line in times} >= {chain.__code__.co_firstlineno + k for k in (1, 2, 3)}
+
+
+def test_command_buffer_kernels_are_attributed_by_name_and_schedule():
+    from tripy_lab.engine.base import LayerRecord
+    from tripy_lab.engine.xla_profile import _Event, attribute
+
+    def layer(name, kind):
+        return LayerRecord(name, kind, (), (), (), ())
+
+    layers = [layer("loop_add_fusion.1", "loop fusion"), layer("cublas-lt-matmul.1", "GEMM (cuBLAS)"),
+              layer("dot_product_attention_fwd.4", "attention (cuDNN)"), layer("gemm_fusion_dot.2", "GEMM (Triton)")]
+    line = ("/device:GPU:0", "Stream #1")
+    evs = [_Event("command_buffer_1", n, t, t + 1, line, None) for t, n in enumerate(
+        ["loop_add_fusion_1", "sm90_xmma_gemm_f16", "Memset 3", "cudnn_generated_sdpa_kernel0", "gemm_fusion_dot_2"])]
+    got = [name for name, _ in attribute(evs, layers)]
+    assert got == ["loop_add_fusion.1", "cublas-lt-matmul.1", "dot_product_attention_fwd.4",
+                   "dot_product_attention_fwd.4", "gemm_fusion_dot.2"]
+    direct = [_Event("gemm_fusion_dot.2", "whatever", 0, 1, line, None)]
+    assert [n for n, _ in attribute(direct, layers)] == ["gemm_fusion_dot.2"]
+
+
+def test_a_reused_kernel_goes_to_the_next_identical_layer():
+    from tripy_lab.engine.base import LayerRecord
+    from tripy_lab.engine.xla_profile import _Event, attribute
+
+    layers = [LayerRecord(f"loop_convert_fusion{s}", "loop fusion", (), (), ((8, 4),), ("float16",))
+              for s in ("", ".1", ".2")]
+    line = ("/device:GPU:0", "Stream #1")
+    evs = [_Event("command_buffer_1", "loop_convert_fusion", t, t + 1, line, None) for t in range(3)]
+    assert [n for n, _ in attribute(evs, layers)] == ["loop_convert_fusion", "loop_convert_fusion.1",
+                                                      "loop_convert_fusion.2"]
