@@ -1,5 +1,6 @@
-"""Renderers that can't be scripted: malicious names through trace -> DOT -> SVG -> widget HTML -> crosswalk
-bundle, each drawn in Chromium, with a dialog handler and a window sentinel; the page's styles must not move.
+"""Renderers that can't be scripted: malicious names through trace -> DOT -> SVG -> widget HTML -> static
+snapshot (and report) -> crosswalk bundle, each drawn in Chromium, with a dialog handler and a window
+sentinel; the page's styles must not move.
 
 Every payload, if it ever ran, sets ``window.__pwned`` and opens a dialog. The names go through the real
 pipeline (trace, lowering, reference build) and the lab's own renderers (``lab.tabs``, ``lab.crosswalk``).
@@ -17,8 +18,9 @@ from playwright.sync_api import expect
 
 import tripy_lab as tp
 from tripy_lab import pipeline
-from tripy_lab.lab import crosswalk, tabs
+from tripy_lab.lab import crosswalk, reports, snapshot, tabs
 from tripy_lab.lab.crosswalk_schema import MIME_TYPE, validate_bundle
+from tripy_lab.lab.html import sanitize
 
 pytestmark = pytest.mark.e2e
 
@@ -69,17 +71,21 @@ def artifacts(names: list[str]) -> dict:
     traced = pipeline.trace(f, args=[tp.InputInfo((2,), tp.float32)])
     lowered = traced.lower()
     built = lowered.build(engine="reference")
-    svg, dot, note = tabs.trace_graph(traced)
-    assert svg is not None, note  # graphviz drew it: the DOT survived every name
     error = {"stage": "build", "summary": f"op {names[0]} failed", "details": names, "location": names[-1],
              "op": names[0]}
-    widget = [tabs.trace_tab(traced, svg, dot, note), tabs.mlir_tab(lowered, error_op=names[0])[0],
-              tabs.engine_tab(built), tabs.error_tab(error)]
+    panes = tabs.stage_views(traced, lowered, built, error=error, error_op=names[0])
+    svg = panes["trace"].svg
+    assert svg is not None, panes["trace"].note  # graphviz drew it: the DOT survived every name
+    raw = [view.html() for view in panes.values()]  # our escaping alone (no sanitizer) must hold
+    widget = raw + [sanitize(h) for h in raw]  # ... and what ui.LabWidget sends: sanitize(view.html())
+    snap = snapshot.snapshot_html(names[0], panes, (names[1], "error"))
+    report = reports.page(names[0], [(names[1], names[2], snap)])
     bundle = crosswalk.build_bundle(traced, lowered, built, svg=svg, title=names[0],
                                     error={"message": names[1], "op": names[0]})
     assert validate_bundle(bundle) == []
     wasm = {**bundle, "svg": None}
-    return {"widget": widget, "bundle": bundle, "wasm": wasm, "n_ops": len(traced.trace.ops)}
+    return {"widget": widget, "snapshot": snap, "report": report, "bundle": bundle, "wasm": wasm,
+            "n_ops": len(traced.trace.ops)}
 
 
 def hostile_bundle() -> dict:
@@ -126,8 +132,9 @@ def test_widget_html_runs_no_script_and_keeps_the_page_styles(page, dialogs, nam
     # ipywidgets' HTML widget sets its value with innerHTML: do exactly that, one fragment per widget
     page.evaluate("""(frags) => { const out = document.getElementById('out');
         for (const f of frags) { const d = document.createElement('div'); d.innerHTML = f; out.appendChild(d); } }""",
-                  art["widget"])
-    assert page.locator("#out g.node").count() == art["n_ops"] + 2  # the graph was drawn, every op a node
+                  art["widget"] + [art["snapshot"]])
+    assert page.locator("#out g.node").count() == 2 * (art["n_ops"] + 2)  # drawn twice (raw, sanitized)
+    expect(page.locator("#out .tripy-snapshot img")).to_have_count(1)  # the snapshot's graph, as an image
     page.evaluate(CLICK_ALL_JS, "#out")
     page.wait_for_timeout(150)  # onerror/onload fire asynchronously
     after = page.evaluate(PROBE_JS)
@@ -137,11 +144,20 @@ def test_widget_html_runs_no_script_and_keeps_the_page_styles(page, dialogs, nam
     for n in names:  # every name is shown as text (HTML parsing drops NUL and turns CR LF into LF)
         assert n.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n") in text, n
 
+    # the stand-alone report: a whole page of its own
+    page.set_content(art["report"])
+    page.evaluate(CLICK_ALL_JS, "body")
+    page.wait_for_timeout(100)
+    assert dialogs == [] and page.evaluate(PROBE_JS)["pwned"] is None, (dialogs, names)
+    norm = names[0].replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
+    assert page.locator("h1").text_content() == norm  # the title is text
+
 
 def notebook_cells(batches_: list[dict]) -> list[str]:
     cells = []
     for art in batches_:
-        payload = json.dumps({"bundle": art["bundle"], "wasm": art["wasm"], "html": "".join(art["widget"])})
+        payload = json.dumps({"bundle": art["bundle"], "wasm": art["wasm"],
+                              "html": "".join(art["widget"]) + art["snapshot"]})
         cells.append("import json\nfrom IPython.display import display, HTML\n"
                      f"d = json.loads({payload!r})\n"
                      f"display({{{MIME_TYPE!r}: d['bundle'], 'text/plain': 'crosswalk'}}, raw=True)\n"
@@ -156,7 +172,8 @@ def untrusted_notebook(server, name: str, batches_: list[dict]) -> None:
     for i, art in enumerate(batches_):
         outs = [{"output_type": "display_data", "metadata": {}, "data": {MIME_TYPE: b, "text/plain": "crosswalk"}}
                 for b in (art["bundle"], art["wasm"])]
-        outs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": "".join(art["widget"])}})
+        html_out = "".join(art["widget"]) + art["snapshot"]
+        outs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": html_out}})
         cells.append({"cell_type": "code", "metadata": {}, "source": "# saved outputs", "outputs": outs,
                       "execution_count": i + 1, "id": f"c{i}"})
     nb = {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
@@ -191,7 +208,7 @@ def check_notebook(lab, dialogs, arts: list[dict], shot: str) -> dict:
 def test_crosswalk_and_html_in_trusted_and_untrusted_notebooks(lab, dialogs, first, second):
     dialogs.clear()
     arts = [artifacts(first), artifacts(second)]
-    hostile = {"bundle": hostile_bundle(), "wasm": {**hostile_bundle(), "svg": None}, "widget": []}
+    hostile = {"bundle": hostile_bundle(), "wasm": {**hostile_bundle(), "svg": None}, "widget": [], "snapshot": ""}
     arts.append(hostile)
 
     # untrusted: outputs saved in the file (crosswalk renders, being safe; text/html gets JupyterLab's sanitizer)
