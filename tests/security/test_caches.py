@@ -259,3 +259,16 @@ def test_timing_cache_index_keeps_the_most_recent_rows(tmp_path, monkeypatch):
     index.save()
     again = cache.TimingCacheFile(str(tmp_path / "t" / "timing.cache"))
     assert again.status == "loaded" and sorted(again.body["entries"]) == ["k2", "k3", "k4"]
+
+
+def test_timing_cache_writes_are_batched_and_flushed(tmp_path):
+    index = cache.TimingCacheFile.open(str(tmp_path / "t" / "timing.cache"))
+    index.record("k0", label="x=0")
+    index.save()  # the first write is immediate
+    index.record("k1", label="x=1")
+    index.save()  # within SAVE_EVERY: deferred
+    assert list(json.loads((tmp_path / "t" / "timing.cache").read_text())["body"]["entries"]) == ["k0"]
+    index.flush()  # what runs at exit
+    again = cache.TimingCacheFile.open(str(tmp_path / "t" / "timing.cache"))
+    assert again is index and sorted(again.body["entries"]) == ["k0", "k1"]
+    assert cache.TimingCacheFile(str(tmp_path / "t" / "timing.cache")).status == "loaded"

@@ -16,11 +16,13 @@ Trust rule (docs/SECURITY.md):
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import stat
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -88,7 +90,13 @@ def private_dir(path: str, parameter: str) -> str:
     """Create ``path`` with mode 0700, or check the existing folder (see the module doc). Returns it absolute."""
     path = os.path.abspath(os.path.expanduser(str(path)))
     try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
+        missing = []
+        head = path
+        while not os.path.exists(head):
+            missing.append(head)
+            head = os.path.dirname(head)
+        for folder in reversed(missing):  # every folder we make is private, not only the last one
+            os.makedirs(folder, mode=0o700, exist_ok=True)
         st = os.stat(path)
     except OSError as exc:
         raise TripyException(f"Cannot create the cache folder {path!r}: {exc.strerror or exc}.",
@@ -176,10 +184,28 @@ class EntryStore:
 class TimingCacheFile:
     """The file at ``tp.config.timing_cache_file_path`` for the xla engine: an index of its compiled
     entries (key -> label, size, hits, last use) and engine blobs (GPU autotuning results), as JSON with
-    a digest of its body. A file that fails the checks is reported and rewritten, never trusted."""
+    a digest of its body. A file that fails the checks is reported and rewritten, never trusted.
+
+    One instance per path and process (:meth:`open`), re-read only when the file changed under it, so a
+    build costs one small write, not a parse of the whole index.
+    """
 
     PARAMETER = "timing_cache_file_path"
-    MAX_ROWS = 4096  # the index keeps the most recently used entries (it is rewritten on every build)
+    MAX_ROWS = 512  # the index keeps the most recently used entries
+    SAVE_EVERY = 1.0  # seconds: eager evaluation builds many small programs; the rest is written at exit
+    BODY = b', "body": '  # the body is written last, so its exact text (what the digest covers) is the tail
+    _open: dict[str, TimingCacheFile] = {}
+    lock = threading.Lock()  # builds of several signatures run in threads
+
+    @classmethod
+    def open(cls, path: str) -> TimingCacheFile:
+        path = os.path.abspath(os.path.expanduser(str(path)))
+        with cls.lock:
+            known = cls._open.get(path)
+            if known is not None and known._stamp == _stamp(path):
+                return known
+            cls._open[path] = made = cls(path)
+            return made
 
     def __init__(self, path: str):
         path = os.path.abspath(os.path.expanduser(str(path)))
@@ -188,19 +214,25 @@ class TimingCacheFile:
                                  [expected(f"tp.config.{self.PARAMETER}", path, "a file path")])
         private_dir(os.path.dirname(path), self.PARAMETER)
         self.path = path
+        self._stamp = _stamp(path)
+        self._saved_at = 0.0
+        self._dirty = False
         self.body, self.status = self._load()
 
     def _load(self) -> tuple[dict, str]:
-        empty = {"entries": {}, "blobs": {}}
+        empty: dict = {"entries": {}, "blobs": {}}
         data, why = read_private_file(self.path)
         if data is None:
             return empty, "created" if why == "no entry" else f"rejected ({why}); replaced"
         try:
-            doc = json.loads(data)
-            ok = doc.get("format") == TIMING_FORMAT and doc.get("version") == TIMING_VERSION
-            body = doc["body"]
-            if not ok or digest(json.dumps(body, sort_keys=True)) != doc.get("sha256"):
-                return empty, "rejected (not a tripy-lab timing cache, or its digest does not match); replaced"
+            at = data.index(self.BODY)
+            head = json.loads(data[:at] + b"}")
+            text = data[at + len(self.BODY):-1]
+            if head.get("format") != TIMING_FORMAT or head.get("version") != TIMING_VERSION or not data.endswith(b"}"):
+                return empty, "rejected (not a tripy-lab timing cache); replaced"
+            if hashlib.sha256(text).hexdigest() != head.get("sha256"):
+                return empty, "rejected (its digest does not match: edited, truncated or corrupt); replaced"
+            body = json.loads(text)
             if not isinstance(body.get("entries"), dict) or not isinstance(body.get("blobs"), dict):
                 return empty, "rejected (malformed body); replaced"
         except (ValueError, KeyError, TypeError, AttributeError):
@@ -215,10 +247,41 @@ class TimingCacheFile:
         row["last_used"] = time.time()
 
     def save(self) -> None:
+        """Write now, or within ``SAVE_EVERY`` seconds (at the latest when the process exits)."""
+        if time.monotonic() - self._saved_at < self.SAVE_EVERY:
+            if not self._dirty:
+                self._dirty = True
+                atexit.register(self.flush)
+            return
+        self._write()
+
+    def flush(self) -> None:
+        with self.lock:
+            if self._dirty:
+                try:
+                    self._write()
+                except OSError:  # at exit the folder may be gone (a temporary one): nothing to keep
+                    pass
+
+    def _write(self) -> None:
+        self._dirty = False
+        self._saved_at = time.monotonic()
         rows = self.body["entries"]
         if len(rows) > self.MAX_ROWS:
             keep = sorted(rows, key=lambda k: rows[k].get("last_used", 0), reverse=True)[:self.MAX_ROWS]
             self.body["entries"] = {k: rows[k] for k in keep}
-        text = json.dumps(self.body, sort_keys=True)
-        doc = {"format": TIMING_FORMAT, "version": TIMING_VERSION, "sha256": digest(text), "body": self.body}
-        write_atomic(self.path, json.dumps(doc, sort_keys=True).encode())
+        text = json.dumps(self.body, sort_keys=True).encode()
+        head = json.dumps({"format": TIMING_FORMAT, "version": TIMING_VERSION,
+                           "sha256": hashlib.sha256(text).hexdigest()}).encode()
+        write_atomic(self.path, head[:-1] + self.BODY + text + b"}")
+        self._stamp = _stamp(self.path)
+        self.status = "loaded"  # what the next build in this process finds
+
+
+def _stamp(path: str) -> tuple | None:
+    """What tells us another process rewrote the file: inode, size, mtime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns

@@ -29,7 +29,7 @@ AUTOTUNE_OPTION = "xla_gpu_per_fusion_autotune_cache_dir"
 class XlaStore:
     def __init__(self, folder: str, timing_path: str | None):
         self.entries = EntryStore(folder, "compilation_cache_dir")
-        self.timing = TimingCacheFile(timing_path) if timing_path else None
+        self.timing = TimingCacheFile.open(timing_path) if timing_path else None
         self._autotune_dir: str | None = None
         self._lock = threading.Lock()  # signatures compile concurrently; the index and autotune folder are shared
 
@@ -99,7 +99,7 @@ class XlaStore:
     def record(self, key: str, label: str, hit: bool) -> None:
         if self.timing is None:
             return
-        with self._lock:
+        with TimingCacheFile.lock:  # the index is shared by every build in the process
             self._record(key, label, hit)
 
     def _record(self, key: str, label: str, hit: bool) -> None:
