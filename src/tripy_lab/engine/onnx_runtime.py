@@ -326,6 +326,9 @@ class OnnxRuntimeCompiled(CompiledEngine):
                  f"span {span * 1e3:.4g} ms per run, the profiler's bookkeeping included"]
         if median > 0:
             notes.append(f"layers sum to {layer_sum / median:.0%} of the median compute time")
+        if median > 0 and layer_sum > 1.15 * median and node_s:
+            notes.append(f"the profiler's bookkeeping adds about {(layer_sum - median) / len(node_s) * 1e6:.2g} µs "
+                         "to each node's time, so small nodes read high (time them at larger shapes)")
         if where != "cpu":
             notes.append("on this provider a node's time is the host time of its kernel launches, not device time; "
                          "the compute time includes the inputs' and outputs' copies between host and device")
