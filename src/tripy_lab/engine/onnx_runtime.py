@@ -238,10 +238,12 @@ class OnnxRuntimeCompiled(CompiledEngine):
         return records
 
     # ------------------------------------------------------------------------------------ timing
-    def _profiled_runs(self, args: Sequence[Any] | None, calls: int, warmup: int = 1):
+    def _profiled_runs(self, args: Sequence[Any] | None, calls: int, warmup: int = 1, between=None,
+                       block: int = 1):
         """``calls`` runs of a profiling session (same options as the engine's session, hence the same
         optimized node names) on ``args`` (default: random data at the opt shapes), after ``warmup`` runs
-        that are not counted (a fresh session allocates on its first run). -> (``TraceRuns``, build s)."""
+        that are not counted (a fresh session allocates on its first run); ``between(feed, n)`` is called
+        before each ``block`` of counted runs, with that block's size. -> (``TraceRuns``, build seconds)."""
         from tripy_lab.engine.onnx_profile import trace_runs
 
         args = list(args) if args is not None else self.opt_inputs()
@@ -250,7 +252,9 @@ class OnnxRuntimeCompiled(CompiledEngine):
         build_s = time.perf_counter() - t0
         feed = self._feed(args)
         try:
-            for _ in range(warmup + calls):
+            for k in range(warmup + calls):
+                if between is not None and k >= warmup and (k - warmup) % block == 0:
+                    between(feed, min(block, warmup + calls - k))
                 sess.run(None, feed)
         except Exception as exc:
             raise self._error("run failed", exc) from exc
@@ -290,22 +294,24 @@ class OnnxRuntimeCompiled(CompiledEngine):
         """Compute time per call: wall time of the engine's own ``InferenceSession.run`` (inputs converted
         once); time per layer: onnxruntime's profiler in a profiling session (see ``onnx_profile``).
 
-        Like trtexec's ``--dumpProfile``, the layer times come from separate, profiled runs: the profiler
-        adds its bookkeeping (a few microseconds per node) to each node's time and slows the run, so the
-        profiled runs' time is not used as the compute time (it exceeded the latency of unprofiled calls).
+        Like trtexec's ``--dumpProfile``, the layer times come from separate, profiled runs (in blocks
+        alternating with the timed runs of the engine's session): the profiler adds its bookkeeping (a few microseconds
+        per node) to each node's time and slows the run, so the profiled runs' time is not used as the
+        compute time (it exceeded the latency of unprofiled calls).
         """
         from tripy_lab.engine.onnx_profile import median_node_s
 
-        feed = self._feed(args)
-        compute = []
-        try:
-            for _ in range(calls):
+        compute: list[float] = []
+
+        def timed_runs(feed, n: int):
+            for _ in range(n):
                 start = time.perf_counter()
                 self.session.run(None, feed)
                 compute.append(time.perf_counter() - start)
-        except Exception as exc:
-            raise self._error("run failed", exc) from exc
-        trace, build_s = self._profiled_runs(args, calls)
+
+        # blocks of timed runs alternate with blocks of profiled runs: a busy host slows both alike, and
+        # only a block's first run pays for the switch between the sessions (~10% when alternating each run)
+        trace, build_s = self._profiled_runs(args, calls, between=timed_runs, block=max(1, -(-calls // 4)))
         node_s = median_node_s(trace.runs)
         layers = list(self.layers)
         known = {ly.name for ly in layers}
@@ -318,7 +324,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         where = self.report.device
         method = (f"{'CPU' if where == 'cpu' else where}: wall time of the engine's InferenceSession.run per "
                   "call (inputs converted once); per layer: onnxruntime profiler's node kernel times "
-                  "(a profiling session with the engine's options)")
+                  "(a profiling session with the engine's options, in blocks alternating with the timed runs)")
         median = float(np.median(compute)) if compute else 0.0
         layer_sum = sum(node_s.values())
         span = float(np.median([r.span_s for r in trace.runs])) if trace.runs else 0.0
