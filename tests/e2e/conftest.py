@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+SESSION_MARK = "TRIPY_E2E_SESSION"  # in the environment of every process this test session starts
 CHROMIUM = os.environ.get("TRIPY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "tripy-e2e"
 RESULTS = Path(__file__).resolve().parents[2] / "test-results"
@@ -34,6 +35,45 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _jupyter_processes(mark: str) -> list:
+    """Live jupyter/ipykernel processes whose environment carries ``mark`` (started by this session)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            cmd = " ".join(proc.info["cmdline"] or [])
+            if ("jupyter" in cmd or "ipykernel" in cmd or "tripy-lab" in cmd) and \
+                    proc.environ().get(SESSION_MARK) == mark:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind():
+    """The e2e suite leaves no jupyter/ipykernel process behind: only the ones it started are checked (they
+    carry a mark in their environment), so other people's servers on a shared machine do not count."""
+    psutil = pytest.importorskip("psutil")
+    mark = f"{os.getpid()}-{time.time_ns()}"
+    os.environ[SESSION_MARK] = mark
+    yield mark
+    left = _jupyter_processes(mark)
+    _, left = psutil.wait_procs(left, timeout=15)  # a server's kernels take a moment to shut down
+    for proc in left:
+        proc.kill()
+    assert not left, "e2e tests left processes behind: " + "; ".join(" ".join(p.cmdline()) for p in left)
+
+
+@pytest.fixture
+def own_jupyter_processes(no_process_left_behind):
+    """``own_jupyter_processes()``: the live jupyter/ipykernel processes this session started."""
+    return lambda: _jupyter_processes(no_process_left_behind)
 
 
 @pytest.fixture(scope="session")

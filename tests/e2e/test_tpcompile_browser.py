@@ -14,7 +14,8 @@ pytestmark = pytest.mark.e2e
 
 PROFILE = "tensorrt.shape_profile<min = [1, 4], opt = [2, 4], max = [{}, 4]>"
 CELLS = [
-    "%load_ext tripy_lab\nimport os\nos.environ.setdefault('TRIPY_LAB_ENGINE', 'reference')",
+    # tp.config, not the environment: `%load_ext` has already read TRIPY_LAB_ENGINE
+    "%load_ext tripy_lab\nimport tripy_lab as tp\ntp.config.engine = 'reference'",
     "%%tpcompile add_exe a=f32[1:2:3,4]\ndef add(a):\n    return a + a\n",
     "print(add_exe)",
 ]

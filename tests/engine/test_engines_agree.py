@@ -3,6 +3,7 @@ inside each program's InputInfo bounds (and DimensionSize values inside their bo
 
 import functools
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -96,3 +97,116 @@ def test_xla_matches_reference(name, engine, data):
     for r, x in zip(as_list(ref(*args)), as_list(xla(*args))):
         assert r.shape == x.shape
         np.testing.assert_allclose(x, r, rtol=2e-2 if half else 1e-5, atol=2e-2 if half else 1e-5)
+
+
+# ------------------------------------------------------------------------------------------------ special values
+# docs/SEMANTICS.md: float -> int casts truncate, saturate and send nan to 0; integer / and // by zero give 0
+# (so % by zero gives the dividend); everything else is IEEE. Both engines must give the same bits.
+
+I32, I8, I64 = tp.int32, tp.int8, tp.int64
+# magnitudes in [1e-3, 1e30] (and 0, inf, nan), so no quotient is subnormal: XLA flushes subnormals to zero in
+# arithmetic (docs/SEMANTICS.md; test_subnormals_flush_on_xla pins that one difference)
+FLOAT_SPECIALS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-3, -1e-3, 2.5, -2.5, 127.5, -128.5, 3e9, -3e9,
+                  2.0**31, -(2.0**31), 2.0**63, -(2.0**63), 1e30, -1e30, 65520.0, 449.0]
+INT_SPECIALS = [0, 0, -1, 1, 7, -7, 2**31 - 1, -(2**31)]
+
+
+def ints():
+    return tp.InputInfo((dyn(1, 8),), I32)
+
+
+SPECIAL_PROGRAMS = {
+    "cast_int32": (lambda x: tp.cast(x, I32), [tp.InputInfo((dyn(1, 8),), F32)]),
+    "cast_int8": (lambda x: tp.cast(x, I8), [tp.InputInfo((dyn(1, 8),), F32)]),
+    "cast_int64": (lambda x: tp.cast(x, I64), [tp.InputInfo((dyn(1, 8),), F32)]),
+    "cast_bool": (lambda x: tp.cast(x, tp.bool), [tp.InputInfo((dyn(1, 8),), F32)]),
+    "cast_low_floats": (lambda x: (tp.cast(x, F16), tp.cast(x, tp.bfloat16), tp.cast(x, tp.float8)),
+                        [tp.InputInfo((dyn(1, 8),), F32)]),
+    "cast_f16_to_int": (lambda x: (tp.cast(x, I8), tp.cast(x, I32)), [tp.InputInfo((dyn(1, 8),), F16)]),
+    "int_division": (lambda a, b: (a // b, a / b, a % b), [ints(), ints()]),
+    # (no float %: a - floor(a / b) * b cancels, and XLA may fuse it into an FMA; docs/SEMANTICS.md)
+    "float_division": (lambda a, b: (a / b, a // b), [tp.InputInfo((dyn(1, 8),), F32)] * 2),
+    "compare_select": (lambda a, b: (a > b, a == b, tp.where(a < b, a, b), tp.maximum(a, b), tp.minimum(a, b)),
+                       [tp.InputInfo((dyn(1, 8),), F32)] * 2),
+    "transcendental": (lambda x: (tp.exp(x), tp.log(x), tp.sqrt(x), tp.tanh(x)), [tp.InputInfo((dyn(1, 8),), F32)]),
+}
+
+
+@functools.cache
+def special_executables(name):
+    func, args = SPECIAL_PROGRAMS[name]
+    return tuple(tp.compile(func, args=args, engine=e) for e in ("reference", "xla"))
+
+
+def draw_special_args(data, infos):
+    n = data.draw(st.integers(1, 8))
+    args = []
+    for info in infos:
+        if info.dtype is I32:
+            values = data.draw(st.lists(st.sampled_from(INT_SPECIALS) | st.integers(-(2**31), 2**31 - 1),
+                                        min_size=n, max_size=n))
+            args.append(np.array(values, np.int32))
+        else:
+            plain = st.floats(-1e10, 1e10, width=32).filter(lambda v: v == 0 or abs(v) >= 1e-3)
+            values = data.draw(st.lists(st.sampled_from(FLOAT_SPECIALS) | plain,
+                                        min_size=n, max_size=n))
+            with np.errstate(over="ignore"):
+                args.append(np.array(values, np.float32).astype(np.float16 if info.dtype is F16 else np.float32))
+    return args
+
+
+def flush(values: np.ndarray, dt) -> np.ndarray:
+    """Subnormal values of ``dt`` as (signed) zero: what XLA's FTZ arithmetic gives."""
+    if np.dtype(dt) == np.bool_ or np.dtype(dt).kind in "iu":
+        return values
+    tiny = float(ml_dtypes.finfo(dt).tiny)
+    return np.where(np.abs(values) < tiny, np.copysign(0.0, values), values)
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL_PROGRAMS))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_engines_agree_on_special_values(name, data):
+    ref, xla = special_executables(name)
+    args = draw_special_args(data, SPECIAL_PROGRAMS[name][1])
+    outs_ref, outs_xla = ref(*args), xla(*args)
+    outs_ref = outs_ref if isinstance(outs_ref, tuple) else (outs_ref,)
+    outs_xla = outs_xla if isinstance(outs_xla, tuple) else (outs_xla,)
+    for r, x in zip(outs_ref, outs_xla):
+        r, x = np.asarray(r), np.asarray(x)
+        assert r.dtype == x.dtype and r.shape == x.shape
+        if name == "transcendental":  # libm differences in the last bit: same specials, close values
+            np.testing.assert_allclose(x.astype(np.float64), r.astype(np.float64), rtol=2e-6, atol=1.2e-38,
+                                       equal_nan=True)
+        else:  # exact up to the sign of nan, once subnormal results are flushed (docs/SEMANTICS.md)
+            rf, xf = flush(r.astype(np.float64), r.dtype), flush(x.astype(np.float64), x.dtype)
+            assert np.array_equal(np.isnan(rf), np.isnan(xf)), (args, r, x)
+            assert np.array_equal(np.where(np.isnan(rf), 0, rf), np.where(np.isnan(xf), 0, xf)), (args, r, x)
+
+
+@pytest.mark.parametrize("engine", ["reference", "xla"])
+def test_documented_rules(engine):
+    """The rules of docs/SEMANTICS.md, spelled out."""
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 300.0, -0.0], np.float32)
+    cast = tp.compile(lambda v: (tp.cast(v, I32), tp.cast(v, I8)), args=[tp.InputInfo((9,), F32)], engine=engine)
+    i32, i8 = (np.asarray(o) for o in cast(x))
+    np.testing.assert_array_equal(i32, [0, 2**31 - 1, -(2**31), 2**31 - 1, -(2**31), 2, -2, 300, 0])
+    np.testing.assert_array_equal(i8, [0, 127, -128, 127, -128, 2, -2, 127, 0])
+    div = tp.compile(lambda a, b: (a // b, a / b, a % b), args=[tp.InputInfo((4,), I32)] * 2, engine=engine)
+    a, b = np.array([7, -7, 0, -(2**31)], np.int32), np.array([0, 0, 0, -1], np.int32)
+    floor_q, trunc_q, rem = (np.asarray(o) for o in div(a, b))
+    np.testing.assert_array_equal(floor_q, [0, 0, 0, -(2**31)])
+    np.testing.assert_array_equal(trunc_q, [0, 0, 0, -(2**31)])
+    np.testing.assert_array_equal(rem, [7, -7, 0, 0])
+
+
+def test_subnormals_flush_on_xla():
+    """The one documented difference: XLA runs arithmetic with denormals flushed to zero (FTZ/DAZ), the
+    reference keeps them. Passing data through unchanged keeps their bits on both."""
+    x = np.array([1e-45, -1e-40, 1.0], np.float32)
+    ref, xla = (tp.compile(lambda v: (tp.cast(v, tp.bool), v), args=[tp.InputInfo((3,), F32)], engine=e)
+                for e in ("reference", "xla"))
+    (rb, rv), (xb, xv) = ref(x), xla(x)
+    np.testing.assert_array_equal(np.asarray(rb), [True, True, True])
+    np.testing.assert_array_equal(np.asarray(xb), [False, False, True])
+    assert np.asarray(rv).tobytes() == np.asarray(xv).tobytes() == x.tobytes()

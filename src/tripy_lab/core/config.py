@@ -16,6 +16,8 @@ extra_error_information: list[str] = [
 ]
 # Engine used by compile() and eval(): None picks tensorrt > xla > reference by what is installed.
 engine: str | None = os.environ.get("TRIPY_LAB_ENGINE") or None
+# Show every frame in errors (IPython's, jax's and tripy_lab's own), not only the user's.
+show_internal_frames: bool = os.environ.get("TRIPY_LAB_FULL_TRACEBACK", "") not in ("", "0")
 # Non-splat constants with more elements than this print as dense_resource<__elided__> for people.
 elide_constants_above: int = 32
 

@@ -7,11 +7,14 @@ import linecache
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # IPython names cell files like /tmp/ipykernel_1234/2716453.py or <ipython-input-3-...>.
 _CELL_RE = re.compile(r"(ipykernel_\d+|<ipython-input-(\d+)-)")
+# Set by the lab when IPython is loaded: a cell's filename -> its execution count (None: not a cell).
+cell_lookup: Callable[[str], int | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -27,10 +30,24 @@ class SourceLocation:
         return bool(_CELL_RE.search(self.file))
 
     @property
+    def cell_name(self) -> str | None:
+        """``In [5]`` for a notebook cell whose execution count is known, ``cell`` for another one, else None."""
+        count = cell_lookup(self.file) if cell_lookup is not None else None
+        if count is not None:
+            return f"In [{count}]"
+        return "cell" if self.is_cell else None
+
+    @property
     def short(self) -> str:
-        """`file.py:12` or `cell:12` for notebook cells: what tables and MLIR locs show."""
-        name = "cell" if self.is_cell else os.path.basename(self.file)
+        """`file.py:12`, or `In [5]:12` for notebook cells: what tables and MLIR locs show."""
+        name = self.cell_name or os.path.basename(self.file)
         return f"{name}:{self.line}"
+
+    @property
+    def where(self) -> str:
+        """`In [5], line 3` for a cell, else `path/file.py:12`."""
+        name = self.cell_name
+        return f"{name}, line {self.line}" if name else f"{self.file}:{self.line}"
 
     def code(self) -> str:
         return linecache.getline(self.file, self.line).rstrip("\n")
@@ -38,7 +55,7 @@ class SourceLocation:
     def render(self) -> str:
         """The user's line with a ^^^ marker under the expression, like tripy's errors."""
         code = self.code()
-        head = f"--> {self.file}:{self.line} in {self.function}()"
+        head = f"--> {self.where} in {self.function}()"
         if not code:
             return head
         width = len(str(self.line))
@@ -68,3 +85,18 @@ def user_location(skip_internal: bool = True) -> SourceLocation | None:
         if end_line != frame.f_lineno:
             end_col = None
     return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, col, end_col)
+
+
+def return_location(code) -> SourceLocation:
+    """Where a function returns: its one ``return`` line (with columns), else its ``def`` line."""
+    import dis
+
+    returns = [ins.positions for ins in dis.get_instructions(code)
+               if ins.opname in ("RETURN_VALUE", "RETURN_CONST") and ins.positions and ins.positions.lineno]
+    lines = {p.lineno for p in returns}
+    if len(lines) == 1:
+        pos = returns[0]
+        same = pos.end_lineno == pos.lineno
+        return SourceLocation(code.co_filename, pos.lineno, code.co_name, pos.col_offset if same else None,
+                              pos.end_col_offset if same else None)
+    return SourceLocation(code.co_filename, code.co_firstlineno, code.co_name)

@@ -6,8 +6,10 @@ Every engine reads the same ``MlirProgram`` (see ``tripy_lab.mlir.program``): it
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -89,6 +91,13 @@ class CompiledEngine(ABC):
     def synchronize(self) -> None:
         """Block until queued device work is done (GPU engines); timing uses it."""
 
+    def input_devices(self) -> frozenset[str]:
+        """Memory kinds (``"cpu"``, ``"cuda"``; see ``executable.arguments.DLPACK_DEVICES``) whose arrays ``run``
+        reads. The Executable refuses an argument in any other memory before ``run`` sees it. Default: host
+        memory, plus CUDA memory when the engine runs on a GPU."""
+        return frozenset({"cpu"}) if self.report.device == "cpu" else frozenset({"cpu", "cuda"})
+
+
     last_profile: EngineProfile | None = None  # set by the lab's timing runs; the Engine tab shows it
 
     def to_device(self, array: Any) -> Any:
@@ -109,6 +118,26 @@ class CompiledEngine(ABC):
         return EngineProfile(times, {}, self.layers, "host wall time of run() + synchronize() (no device timer)")
 
 
+def cuda_device_count() -> int:
+    """CUDA devices the driver reports (0 without a driver); asks libcuda directly, so no jax/cupy import."""
+    global _CUDA_COUNT
+    if _CUDA_COUNT is None:
+        import ctypes
+
+        _CUDA_COUNT = 0
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            count = ctypes.c_int(0)
+            if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0:
+                _CUDA_COUNT = int(count.value)
+        except (OSError, AttributeError):
+            pass
+    return _CUDA_COUNT
+
+
+_CUDA_COUNT: int | None = None
+
+
 class Engine(ABC):
     name: ClassVar[str]
 
@@ -119,3 +148,133 @@ class Engine(ABC):
 
     @abstractmethod
     def build(self, program, options: BuildOptions) -> CompiledEngine: ...
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Build failures: every engine's build error is a TripyException naming the op, its shapes, the profile point
+# and the user's line (issue 8). Engines wrap each build in ``build_errors(engine, program, point)``.
+
+_OP_PATTERNS = (
+    re.compile(r"\b\w*?__op(\d+)\b"),  # xla named scopes: t5__op3
+    re.compile(r"MLIR op #(\d+)"),  # our own messages
+    re.compile(r"\b([a-z_]+)_(\d+)(?:\.\w+)?\b"),  # tensorrt layer names: element_wise_3, broadcast_4.expand
+)
+
+
+def find_op(program, text: str) -> int | None:
+    """Index (in ``program.ops()``) of the MLIR op an engine's error message talks about, if it names one."""
+    ops = program.ops()
+    for pattern in _OP_PATTERNS:
+        for m in pattern.finditer(text):
+            if len(m.groups()) == 1:
+                i = int(m.group(1))
+                if 0 <= i < len(ops):
+                    return i
+            else:
+                i = int(m.group(2))
+                if 0 <= i < len(ops) and ops[i].name == "tensorrt." + m.group(1):
+                    return i
+    return None
+
+
+def _fmt(shape) -> str:
+    return "x".join(str(d) for d in shape) if shape else "scalar"
+
+
+def profile_point(program, name: str) -> str:
+    """``"opt (x=2x6, s=2)"``: the arguments' sizes at the profile point ``min`` / ``opt`` / ``max``."""
+    parts = []
+    for arg, info in program.input_infos.items():
+        bounds = getattr(info, "value_bounds", None)
+        if bounds is not None:
+            parts.append(f"{arg}={getattr(bounds, name)[0]}")
+        else:
+            parts.append(f"{arg}={_fmt(getattr(info.shape_bounds, name))}")
+    return f"{name} ({', '.join(parts)})"
+
+
+def call_point(program, values: dict[str, Any]) -> str:
+    """The profile point a concrete call signature is (``min``/``opt``/``max``), or ``call (...)`` inside it;
+    ``values`` maps argument names to shapes (tuples) or DimensionSize values (ints)."""
+    for name in ("opt", "min", "max"):
+        def at(arg, info, name=name):
+            b = getattr(info, "value_bounds", None)
+            return getattr(b, name)[0] if b is not None else tuple(getattr(info.shape_bounds, name))
+
+        if values and all(arg in program.input_infos and at(arg, program.input_infos[arg]) == (
+                v if isinstance(v, int) else tuple(v)) for arg, v in values.items()):
+            return profile_point(program, name)
+    parts = ", ".join(f"{a}={v if isinstance(v, int) else _fmt(v)}" for a, v in values.items())
+    return f"a call's shapes inside the profile ({parts})"
+
+
+def _with_point(exc, point: str | None, program, engine: str):
+    from tripy_lab.core.errors import TripyException
+
+    details = list(exc.details)
+    location, op = exc.location, exc.op
+    if op is None:  # say which op the message (or its cause) is about, when it names one
+        text = "\n".join([str(exc), str(exc.__cause__ or "")])
+        i = find_op(program, text)
+        if i is not None:
+            mlir_op = program.ops()[i]
+            origin = program.origin_of(mlir_op)
+            details.append(_op_detail(program, i, mlir_op, origin))
+            if origin is not None:
+                location, op = origin.location or location, origin.trace_op
+    if point and not any(d.startswith("Profile point:") for d in details):
+        details.append(f"Profile point: {point}.")
+    if details == exc.details and (location, op) == (exc.location, exc.op):
+        return None
+    return TripyException(exc.summary, details, location, op=op)
+
+
+def _op_detail(program, index: int, op, origin) -> str:
+    types = ", ".join(str(v.type) for v in op.operands) or "no operands"
+    where = f"In {op.name} (MLIR op #{index}"
+    if origin is not None:
+        where += f", trace op {origin.trace_op}" + (f", {origin.line}" if origin.line else "")
+    return where + f"); operand types: {types}."
+
+
+def build_failure(engine: str, program, exc: BaseException, point: str | None):
+    """A TripyException for a raw exception raised while ``engine`` built ``program`` at ``point``."""
+    from tripy_lab.core.errors import TripyException
+    from tripy_lab.core.source import user_location
+
+    text = str(exc).strip()
+    first = text.splitlines()[0][:300] if text else ""
+    i = find_op(program, f"{text}\n{exc.__cause__ or ''}")
+    details, location, trace_op = [], None, None
+    summary = f"{engine} engine: the build failed"
+    if i is not None:
+        op = program.ops()[i]
+        origin = program.origin_of(op)
+        summary += f" in {op.name}"
+        details.append(_op_detail(program, i, op, origin))
+        if origin is not None:
+            location, trace_op = origin.location, origin.trace_op
+            details.append(f"Trace op: {origin.text}")
+    else:
+        details.append("The error does not say which op failed; the engine's message follows.")
+    if point:
+        details.append(f"Profile point: {point}.")
+    details.append(f"{type(exc).__name__}: {first}")
+    details += [line[:300] for line in text.splitlines()[1:6]]
+    return TripyException(f"{summary}: {type(exc).__name__}.", details, location or user_location(), op=trace_op)
+
+
+@contextmanager
+def build_errors(engine: str, program, point: str | None = None):
+    """Turn anything raised inside into a TripyException that names the op, shapes, profile point and line."""
+    from tripy_lab.core.errors import TripyException
+
+    try:
+        yield
+    except TripyException as exc:
+        better = _with_point(exc, point, program, engine)
+        if better is None:
+            raise
+        raise better from exc
+    except Exception as exc:
+        raise build_failure(engine, program, exc, point) from exc

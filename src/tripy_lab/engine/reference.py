@@ -15,8 +15,17 @@ import numpy as np
 from tripy_lab.core import dtypes
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
+from tripy_lab.engine.base import (
+    BuildOptions,
+    BuildReport,
+    CompiledEngine,
+    Engine,
+    EngineProfile,
+    LayerRecord,
+    cuda_device_count,
+)
 from tripy_lab.engine.reference_nn import TABLE_NN
+from tripy_lab.engine.semantics import float_to_int, int_divide, is_float, is_int
 from tripy_lab.mlir.dialect import attr_value
 
 
@@ -39,13 +48,6 @@ _ELEMENT_WISE: dict[str, Callable] = {
 }
 
 
-def _trunc_div(a, b):
-    with np.errstate(all="ignore"):
-        q = np.floor_divide(a, b)
-        r = a - q * b
-    return q + ((r != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
-
-
 def _element_wise(op, a, b):
     with np.errstate(all="ignore"):  # IEEE results (inf, nan) as a GPU gives them, without numpy's warnings
         return _element_wise_values(op, a, b)
@@ -57,9 +59,9 @@ def _element_wise_values(op, a, b):
     if kind == "kDIV":
         # TensorRT integer division truncates toward zero (exactly: no detour through float64, which rounds
         # int64 values above 2**53).
-        res = _trunc_div(a, b) if a.dtype.kind in "iu" else np.true_divide(a, b)
+        res = int_divide(np, a, b, kind) if is_int(a.dtype) else np.true_divide(a, b)
     elif kind == "kFLOOR_DIV":
-        res = np.floor_divide(a, b) if a.dtype.kind in "iu" else np.floor(np.true_divide(a, b))
+        res = int_divide(np, a, b, kind) if is_int(a.dtype) else np.floor(np.true_divide(a, b))
     else:
         res = _ELEMENT_WISE[kind](a, b)
     return np.asarray(res).astype(out_dt)
@@ -333,11 +335,14 @@ TABLE.update(TABLE_NN)  # layer ops of the full Tripy API (issue 3): engine/refe
 
 
 def _cast(x, dt):
+    """docs/SEMANTICS.md: float -> int truncates and saturates (nan -> 0), -> bool is ``x != 0``, int -> int wraps."""
     if dt == np.bool_:
         return x != 0
-    if x.dtype.kind == "f" and np.dtype(dt).kind in "iu":
-        return np.trunc(x.astype(np.float64)).astype(dt)
-    return x.astype(dt)
+    if is_float(x.dtype) and is_int(dt):
+        with np.errstate(invalid="ignore"):
+            return float_to_int(np, x, dt)
+    with np.errstate(over="ignore"):  # f32 -> f16 overflow is inf (IEEE), as on every engine
+        return x.astype(dt)
 
 
 def _static_shape(op, x):
@@ -370,6 +375,10 @@ class ReferenceCompiled(CompiledEngine):
     @property
     def layers(self) -> list[LayerRecord]:
         return self._layers
+
+    def input_devices(self) -> frozenset[str]:
+        # host arrays; GPU arrays are copied to the host (cupy / torch), so only where a CUDA device exists
+        return frozenset({"cpu", "cuda"}) if cuda_device_count() else frozenset({"cpu"})
 
     def profile(self, args: Sequence, calls: int = 10) -> EngineProfile:
         """Wall time of each call and of each MLIR op (one layer per op) in the interpreter."""

@@ -78,7 +78,17 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
+from tripy_lab.engine.base import (
+    BuildOptions,
+    BuildReport,
+    CompiledEngine,
+    Engine,
+    EngineProfile,
+    LayerRecord,
+    build_errors,
+    call_point,
+    profile_point,
+)
 from tripy_lab.engine.xla_cache import XlaStore
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
@@ -248,7 +258,10 @@ class XlaCompiled(CompiledEngine):
 
         wanted = self._wanted_signatures(options.build_shapes)
         if wanted:
-            built = self._build_many(wanted)
+            first = wanted[0][2]
+            with build_errors("xla", program, profile_point(program, first) if first in ("min", "opt", "max")
+                              else None):
+                built = self._build_many(wanted)
             self._opt = built[0]
             self.report.extra_stages["stablehlo"] = self._opt.lowered.as_text()
             self.report.extra_stages["hlo"] = self._opt.hlo
@@ -735,7 +748,11 @@ class XlaCompiled(CompiledEngine):
         built = self._execs.get(sig)
         if built is None:
             self.report.cache["misses"] += 1
-            built = self._build(shapes, dims, "first use")
+            names = self._arg_names
+            point = call_point(self.program, {**{names[i]: s for i, s in zip(self._data_pos, shapes)},
+                                              **{names[i]: d for i, d in zip(self._dim_pos, dims)}})
+            with build_errors("xla", self.program, point):
+                built = self._build(shapes, dims, "first use")
         else:
             self.report.cache["hits"] += 1
         native = (np.ndarray, self._jax.Array)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from tripy_lab.core.errors import TripyException
+from tripy_lab.engine.semantics import float_to_int, int_divide, is_float, is_int
 
 STATIC_RESULT_LIMIT = 1024  # static (numpy) results larger than this are recomputed as traced values
 # operands that must be static (``ctx.static``): the values a shape is made of
@@ -183,13 +184,6 @@ _EW = {"kSUM": "add", "kPROD": "multiply", "kMAX": "maximum", "kMIN": "minimum",
        "kGREATER": "greater", "kLESS": "less"}
 
 
-def _trunc_div(xp, a, b):
-    q = xp.floor_divide(a, b)
-    r = a - q * b
-    fix = (r != 0) & ((a < 0) != (b < 0))
-    return q + fix.astype(q.dtype)
-
-
 @register("element_wise", static_ok=True)
 def _element_wise(op, args, ctx):
     a, b = args
@@ -197,10 +191,12 @@ def _element_wise(op, args, ctx):
     if kind in _EW:
         return [getattr(xp, _EW[kind])(a, b)]
     integer = _is_int(a.dtype)
+    if kind in ("kDIV", "kFLOOR_DIV") and integer:  # docs/SEMANTICS.md: x / 0 == x // 0 == 0
+        return [int_divide(xp, a, b, kind)]
     if kind == "kDIV":
-        return [_trunc_div(xp, a, b) if integer else xp.divide(a, b)]
+        return [xp.divide(a, b)]
     if kind == "kFLOOR_DIV":
-        return [xp.floor_divide(a, b) if integer else xp.floor(xp.divide(a, b))]
+        return [xp.floor(xp.divide(a, b))]
     if kind == "kPOW":
         return [xp.power(a, b)]
     raise ctx.error(f"unknown element-wise operation {kind!r}")
@@ -530,16 +526,25 @@ def _select(op, args, ctx):
     return [ctx.xp.where(c, t, e)]
 
 
+def _convert(xp, x, dt):
+    """docs/SEMANTICS.md: float -> int truncates and saturates (nan -> 0), -> bool is ``x != 0``, int -> int wraps."""
+    if _is_bool(dt):
+        return x != 0
+    if is_float(x.dtype) and is_int(dt):
+        return float_to_int(xp, x, dt)
+    return x.astype(dt)
+
+
 @register("cast", static_ok=True)
 def _cast(op, args, ctx):
     (x,) = args
-    return [x.astype(ctx.result_dtype())]
+    return [_convert(ctx.xp, x, ctx.result_dtype())]
 
 
 @register("identity", static_ok=True)
 def _identity(op, args, ctx):
     (x,) = args
-    return [x.astype(ctx.result_dtype())]
+    return [_convert(ctx.xp, x, ctx.result_dtype())]
 
 
 def _unit_dims_to_drop(in_shape, type_in, out_type):

@@ -12,22 +12,9 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import raise_error
 from tripy_lab.engine.base import CompiledEngine
+from tripy_lab.executable.arguments import device_kind, dimension_argument, tensor_argument
 from tripy_lab.executable.stream import Stream, default_stream
-from tripy_lab.frontend.tensor import DimensionSize, Tensor
-
-
-def _arg_array(name: str, value) -> Any:
-    """The array behind an argument: a Tensor's data, or any numpy/DLPack array passed directly."""
-    if isinstance(value, Tensor):
-        if not value._is_evaluated():
-            raise_error(f"Tensor `{name}` is not evaluated.", ["Hint: call `.eval()` on it before passing it in."])
-        return value._data()
-    if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
-        return value
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return np.asarray(value, dtype=np.int32)
-    raise_error(f"Invalid argument for parameter: '{name}'.",
-                [f"Expected a tripy Tensor or an array (numpy, cupy, torch, jax), but got: {type(value).__name__}."])
+from tripy_lab.frontend.tensor import Tensor
 
 
 def _top_name(leaf: str) -> str:
@@ -43,16 +30,6 @@ def _flatten(name: str, value, out: dict) -> None:
             _flatten(f"{name}.{k}", v, out)
     else:
         out[name] = value
-
-
-def _dtype_of(array) -> dtypes.dtype:
-    dt = getattr(array, "dtype", None)
-    if dt is None:
-        dt = np.asarray(array).dtype
-    if not isinstance(dt, np.dtype):  # torch.float16 and friends: go by the name
-        name = str(dt).rsplit(".", 1)[-1]
-        dt = np.dtype(dtypes.to_numpy(dtypes.BY_NAME.get(name, dtypes.float32)) if name in dtypes.BY_NAME else name)
-    return dtypes.from_numpy(dt)
 
 
 class Executable:
@@ -77,6 +54,7 @@ class Executable:
         # Precomputed per-argument checks for the hot path of __call__.
         self._flat = self._params == self._arg_names
         self._specs = [self._spec(n, self.input_infos[n]) for n in self._arg_names]
+        self._devices = compiled.input_devices()
         self._has_named = any(isinstance(i, InputInfo) and i.dimension_names for i in self.input_infos.values())
         ret_op = program.main().body.block.last_op
         self._out_dtypes = [dtypes.BY_MLIR[str(v.type.element_type)] for v in ret_op.operands]
@@ -125,35 +103,6 @@ class Executable:
                         ["Pass containers with the same structure as at compile time."])
         return [leaves[n] for n in self._arg_names]
 
-    def _check(self, name: str, info, array) -> None:
-        if isinstance(info, DimensionInputInfo):
-            shape = tuple(getattr(array, "shape", ()))
-            if shape != ():
-                raise_error("Unexpected tensor rank.", [f"For parameter {name}, expected a scalar DimensionSize, "
-                                                        f"but got shape {shape}."])
-            value = int(np.asarray(array))
-            lo, hi = info.value_bounds.min[0], info.value_bounds.max[0]
-            if not lo <= value <= hi:
-                raise_error("Unexpected DimensionSize value.",
-                            [f"For parameter {name}, value {value} is outside the bounds [{lo}, {hi}] "
-                             f"({info})."])
-            return
-        got = _dtype_of(array)
-        if got is not info.dtype:
-            raise_error("Unexpected tensor data type.",
-                        [f"For parameter {name}, expected data type: {info.dtype} but got: {got}."])
-        shape = tuple(int(d) for d in array.shape)
-        if len(shape) != info.rank:
-            raise_error("Unexpected tensor rank.",
-                        [f"For parameter {name}, expected a rank of {info.rank} but got: {len(shape)} "
-                         f"(shape {shape})."])
-        b = info.shape_bounds
-        for i, (d, lo, hi) in enumerate(zip(shape, b.min, b.max)):
-            if not lo <= d <= hi:
-                raise_error("Unexpected tensor shape.",
-                            [f"For parameter {name}, dimension {i} has size {d}, outside the bounds "
-                             f"[{lo}, {hi}] (min={b.min}, max={b.max}); got shape {shape}."])
-
     def _check_named_dims(self, arrays: dict[str, Any]) -> None:
         seen: dict[str, tuple[str, int, int]] = {}
         for name, info in self.input_infos.items():
@@ -179,13 +128,12 @@ class Executable:
             shape = getattr(array, "shape", None)
             # Hot path (a Tensor or a numpy/jax array): right dtype, rank and bounds need no further work.
             if shape is not None and getattr(array, "dtype", None) == np_dtype and len(shape) == len(mins) and all(
-                    lo <= d <= hi for d, lo, hi in zip(shape, mins, maxs)):
+                    lo <= d <= hi for d, lo, hi in zip(shape, mins, maxs)) and (
+                    type(array) is np.ndarray or device_kind(array) in self._devices):
                 return array
-        if np_dtype is None and isinstance(value, DimensionSize):
-            value = value.eval()
-        array = _arg_array(name, value)
-        self._check(name, info, array)
-        return np.asarray(array, dtype=np.int32) if np_dtype is None else array
+        if np_dtype is None:
+            return dimension_argument(name, info, value)
+        return tensor_argument(name, info, value, self._devices, self.engine)
 
     def __call__(self, *args, **kwargs):
         flat_call = self._flat and not kwargs and len(args) == len(self._arg_names)

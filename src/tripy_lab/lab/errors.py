@@ -1,28 +1,28 @@
-"""Short error reports: tripy-lab's own frames are hidden (as JAX hides its internals) so users see their
-line and the message, not a page of pipeline code. ``TRIPY_LAB_FULL_TRACEBACK=1`` shows everything.
+"""Short error reports: frames of tripy-lab, IPython and jax are hidden (as JAX hides its internals) so users
+see their cell's line and the message, not a page of pipeline code. ``tp.config.show_internal_frames = True``
+(or ``TRIPY_LAB_FULL_TRACEBACK=1``) shows everything.
 """
 
 from __future__ import annotations
 
+import linecache
 import os
 import traceback
 import types
 
+from tripy_lab.core import config
 from tripy_lab.core.errors import TripyException
-from tripy_lab.core.source import _is_internal
+from tripy_lab.core.source import SourceLocation, _is_internal
 
 _last: list[BaseException] = []  # the last exception shown briefly, for full_traceback()
 
 
 def show_everything() -> bool:
-    return os.environ.get("TRIPY_LAB_FULL_TRACEBACK", "") not in ("", "0")
+    return bool(config.show_internal_frames)
 
 
 _SHELL_DIRS = tuple(f"{os.sep}{name}{os.sep}" for name in ("IPython", "ipykernel"))
-
-
-def _hidden(frame) -> bool:
-    return _is_internal(frame.f_code.co_filename) or bool(frame.f_locals.get("__tracebackhide__"))
+_LIBRARY_DIRS = tuple(f"{os.sep}{name}{os.sep}" for name in ("jax", "jaxlib", "jax_plugins"))
 
 
 def _shell_frame(filename: str) -> bool:
@@ -30,11 +30,46 @@ def _shell_frame(filename: str) -> bool:
     return any(d in filename for d in _SHELL_DIRS)
 
 
+def _library_frame(filename: str) -> bool:
+    return _shell_frame(filename) or any(d in filename for d in _LIBRARY_DIRS)
+
+
+def _hidden(frame, lineno: int | None = None) -> bool:
+    name = frame.f_code.co_filename
+    if _is_internal(name) or _library_frame(name) or frame.f_locals.get("__tracebackhide__"):
+        return True
+    # The cell's own `get_ipython().run_cell_magic('tpcompile', ...)` line: IPython's rewrite, not the user's.
+    return lineno is not None and "run_cell_magic(" in linecache.getline(name, lineno)
+
+
+def is_user_location(loc: SourceLocation | None) -> bool:
+    """A location the user can act on: not inside tripy-lab, IPython or jax."""
+    return loc is not None and not _is_internal(loc.file) and not _library_frame(loc.file)
+
+
+def innermost_user_location(exc: BaseException) -> SourceLocation | None:
+    """The innermost frame of ``exc``'s traceback in the user's code (where a Python error happened)."""
+    found = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        loc = SourceLocation(frame.f_code.co_filename, lineno, frame.f_code.co_name)
+        if not _hidden(frame) and is_user_location(loc):
+            found = loc
+    return found
+
+
+def relocate(exc: BaseException, fallback: SourceLocation | None) -> BaseException:
+    """Point a TripyException that has no user location (raised under the magic) at ``fallback`` in the cell."""
+    if isinstance(exc, TripyException) and fallback is not None and not is_user_location(exc.location):
+        exc.location = fallback
+        exc.args = (exc._render(),)
+    return exc
+
+
 def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
     """A new traceback chain without tripy-lab's (and ``__tracebackhide__``) frames."""
     kept = []
     while tb is not None:
-        if not _hidden(tb.tb_frame):
+        if not _hidden(tb.tb_frame, tb.tb_lineno):
             kept.append(tb)
         tb = tb.tb_next
     out = None
@@ -46,7 +81,7 @@ def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | No
 def count_hidden(tb: types.TracebackType | None) -> int:
     n = 0
     while tb is not None:
-        n += _hidden(tb.tb_frame)
+        n += _hidden(tb.tb_frame, tb.tb_lineno)
         tb = tb.tb_next
     return n
 
@@ -72,7 +107,7 @@ def brief(exc: BaseException) -> str:
         # A location inside IPython's machinery (an error raised by the magic itself) tells the user nothing.
         loc = exc.location
         parts = [exc.summary, *(f"    {d}" for d in exc.details if d)]
-        if loc is not None and not _shell_frame(loc.file):
+        if is_user_location(loc):
             parts += ["", loc.render()]
         head = "TripyException: " + "\n".join(parts)
     else:
@@ -85,8 +120,8 @@ def brief(exc: BaseException) -> str:
     if hidden:
         lines += [
             "",
-            f"({hidden} tripy-lab frames hidden; tripy_lab.lab.errors.full_traceback() shows them, "
-            "or set TRIPY_LAB_FULL_TRACEBACK=1)",
+            f"({hidden} frames of tripy-lab, IPython and jax hidden; tripy_lab.lab.errors.full_traceback() "
+            "shows them, or set tp.config.show_internal_frames = True)",
         ]
     return "\n".join(lines)
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
+import sys
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, magics_class
 
+from tripy_lab.core import source
 from tripy_lab.core.errors import TripyException
+from tripy_lab.core.source import SourceLocation
 from tripy_lab.lab import errors
 from tripy_lab.lab import spec as S
 
@@ -92,6 +96,26 @@ def find_target(cell: str, namespace: dict) -> tuple[str, Any]:
     return found
 
 
+def target_location(cell: str, filename: str, name: str) -> SourceLocation:
+    """The line (counting the ``%%tpcompile`` line) that defines ``name``: where errors without a better
+    place in the user's code point."""
+    line = 1
+    try:
+        tree = ast.parse(cell)
+    except SyntaxError:
+        tree = ast.Module(body=[], type_ignores=[])
+    for node in tree.body:
+        targets = [node] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        for t in targets:
+            if getattr(t, "name", None) == name or getattr(t, "id", None) == name:
+                line = node.lineno + 1
+    return SourceLocation(filename, line, "<cell>")
+
+
 def runtime_params(func) -> list[inspect.Parameter]:
     from tripy_lab.frontend import Module
 
@@ -141,12 +165,16 @@ class TripyMagics(Magics):
     @cell_magic
     def tpcompile(self, line: str, cell: str):
         __tracebackhide__ = True
+        self.fallback = None  # set once the cell ran: the line defining the compiled function
         try:
             return self._tpcompile(line, cell)
         except S.SpecError as exc:
-            raise exc.shifted("%%tpcompile ") from None
-        except TripyException:
-            raise
+            shifted = exc.shifted("%%tpcompile ")
+            shifted.details.insert(0, f"--> In [{self._cell_number()}], line 1")
+            shifted.args = (shifted._render(),)
+            raise shifted from None
+        except TripyException as exc:
+            raise errors.filtered(errors.relocate(exc, self.fallback)) from None
         except Exception as exc:
             raise errors.filtered(exc)  # noqa: B904 - the same exception, with a shorter traceback
 
@@ -156,8 +184,10 @@ class TripyMagics(Magics):
         __tracebackhide__ = True
         shell = self.shell
         parsed = S.parse_line(line)
-        self._run_cell_code(cell)
+        filename = self._run_cell_code(line, cell)
+        self.fallback = SourceLocation(filename, 1, "<cell>")
         fname, func = find_target(cell, shell.user_ns)
+        self.fallback = target_location(cell, filename, fname)
         params = runtime_params(func)
         values, missing = resolve_specs(parsed, params, shell.user_ns)
         exe_name = parsed.exe_name or f"{fname}_exe"
@@ -174,13 +204,30 @@ class TripyMagics(Magics):
             return self._compile_plain(func, fname, exe_name, values, parsed)
         return self._compile_widget(func, fname, exe_name, params, values, missing, parsed)
 
-    def _run_cell_code(self, cell: str) -> None:
-        """Run the cell in the user's namespace under a cell filename, so op locations read `cell:N`."""
+    def _run_cell_code(self, line: str, cell: str) -> str:
+        """Run the cell in the user's namespace under its own filename; the magic line stays as a comment on
+        line 1, so line numbers (ours and IPython's, ``In [5], line 3``) count lines as the cell shows them."""
         __tracebackhide__ = True
         shell = self.shell
-        code = shell.transform_cell(cell)
-        filename = shell.compile.cache(code, shell.execution_count, raw_code=cell)
-        exec(compile(code, filename, "exec"), shell.user_ns)  # noqa: S102 - the user's own cell
+        code = f"# %%tpcompile {line}\n" + shell.transform_cell(cell)
+        filename = shell.compile.cache(code, self._cell_number(), raw_code=f"%%tpcompile {line}\n{cell}")
+        compiled = compile(code, filename, "exec")
+        entry = linecache.cache.get(filename)
+        if entry and entry[2]:
+            entry[2][0] = f"%%tpcompile {line}\n"  # errors quote the magic line as typed
+        exec(compiled, shell.user_ns)  # noqa: S102 - the user's own cell
+        return filename
+
+    def _cell_number(self) -> int:
+        """The running cell's execution count: the one IPython compiled the calling cell with (during a cell
+        ``shell.execution_count`` may already be the next one)."""
+        cells = getattr(self.shell.compile, "_filename_map", None) or {}
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename in cells:
+                return cells[frame.f_code.co_filename]
+            frame = frame.f_back
+        return self.shell.execution_count
 
     def _compile_plain(self, func, fname: str, exe_name: str, values: dict, parsed: S.MagicLine):
         from tripy_lab import pipeline
@@ -217,12 +264,16 @@ class TripyMagics(Magics):
             optimization_level=parsed.optimization_level,
             auto_build_seconds=ms(parsed.auto_build_ms),
             debounce_seconds=ms(parsed.debounce_ms),
+            fallback_location=self.fallback,
+            background=True,
         )
         editor = BoundsEditor(model, on_change=session.schedule, editable_rank=set(missing))
         editor.func_name, editor.exe_name = fname, exe_name
         ui = LabWidget(session, editor, title=f"%%tpcompile {exe_name} ← {fname}")
-        session.refresh()
-        ui.show()  # one output: the widget and its static snapshot, updated in place from now on
+        try:
+            session.refresh(wait=True)  # the cell's first build: the cell waits, an interrupt cancels it
+        finally:  # shown also after an interrupt, saying so (Build ready)
+            ui.show()  # one output: the widget and its static snapshot, updated in place from now on
         # Keep the last one reachable for inspection (tests, notebooks): tripy_lab.lab.magic.last
         global last
         last = ui
@@ -241,8 +292,12 @@ def _widgets_available() -> bool:
 
 def load_ipython_extension(ip) -> None:
     ip.register_magics(TripyMagics)
+    cells = getattr(ip.compile, "_filename_map", None)  # IPython's cell filename -> execution count
+    if isinstance(cells, dict):
+        source.cell_lookup = cells.get
     ip.set_custom_exc((TripyException,), errors.custom_exc_handler)
 
 
 def unload_ipython_extension(ip) -> None:
     ip.set_custom_exc((), None)
+    source.cell_lookup = None

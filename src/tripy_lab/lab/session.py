@@ -5,13 +5,18 @@ on demand or automatically when the last build was fast. No widgets here: the UI
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
+import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tripy_lab.core.errors import TripyException
+from tripy_lab.core.source import SourceLocation
+from tripy_lab.lab import errors
 from tripy_lab.lab import spec as S
 from tripy_lab.lab.bounds_model import BoundsModel
 
@@ -85,6 +90,13 @@ class LRU(OrderedDict):
             self.popitem(last=False)
 
 
+def _running_loop():
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def failing_op(exc: BaseException, traced) -> str | None:
     """The trace op at the error's user line (in the current or last good trace), if any."""
     if getattr(exc, "op", None):
@@ -96,6 +108,33 @@ def failing_op(exc: BaseException, traced) -> str | None:
         if op.location is not None and (op.location.file, op.location.line) == (loc.file, loc.line):
             return op.name
     return None
+
+
+class BuildJob:
+    """One engine build on a worker thread; ``outcome`` is the Built or the exception, once ``done`` is set."""
+
+    def __init__(self, key: tuple, lowered, engine, level):
+        self.key, self.lowered, self.engine, self.level = key, lowered, engine, level
+        self.start = time.perf_counter()
+        self.done = threading.Event()
+        self.outcome: Any = None
+        self.cancelled = False
+        self.end: float | None = None
+
+    def run(self, on_done: Callable[[], None] | None = None) -> None:
+        try:
+            self.outcome = self.lowered.build(engine=self.engine, optimization_level=self.level)
+        except BaseException as exc:  # delivered to the kernel thread, which reports it
+            self.outcome = exc
+        self.end = time.perf_counter()
+        self.done.set()
+        if on_done is not None:
+            on_done()
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds the build has run (until it finished, not until the kernel took its result)."""
+        return (self.end or time.perf_counter()) - self.start
 
 
 # engines whose one build runs every shape in min..max, whatever the opt point (issue 11)
@@ -129,6 +168,8 @@ class Session:
         optimization_level: int = 3,
         auto_build_seconds: float | None = None,
         debounce_seconds: float | None = None,
+        fallback_location: SourceLocation | None = None,
+        background: bool = False,
     ):
         self.func, self.model, self.exe_name = func, model, exe_name
         self.namespace = namespace if namespace is not None else {}
@@ -152,6 +193,14 @@ class Session:
         self.last_build_seconds: float | None = None
         self.log: list[dict] = []
         self.counts = {"trace": 0, "lower": 0, "build": 0}  # how often each stage really ran
+        # Errors without a place in the user's code point here (the cell's def line).
+        self.fallback_location = fallback_location
+        # Builds on a worker thread (the widget's sessions), so the kernel stays responsive and can cancel.
+        self.background = background
+        self.job: BuildJob | None = None
+        self.partial_traced = None  # the ops a failed trace made before its error
+        self.note = ""  # why the engine is missing (a cancelled or interrupted build)
+        self.progress_seconds = 0.4  # how often a background build updates its elapsed time
 
     # -- plumbing -------------------------------------------------------------------------------------
     def notify(self, changed: set[str]) -> None:
@@ -159,11 +208,13 @@ class Session:
             listener(changed)
 
     def _log(self, stage: str, status: str, seconds: float | None = None, detail: str = "") -> None:
-        ms = None if seconds is None else round(seconds * 1e3, 3)
+        ms = float("nan") if seconds is None else round(seconds * 1e3, 3)  # NaN prints as an empty cell
         self.log.append({"stage": stage, "status": status, "ms": ms, "detail": detail})
         del self.log[:-200]
 
     def _fail(self, stage: str, exc: BaseException, changed: set[str]) -> None:
+        errors.relocate(exc, self.fallback_location)
+        self.partial_traced = getattr(exc, "partial_trace", None) if stage == "trace" else None
         self.error, self.error_stage = exc, stage
         self.error_op = failing_op(exc, self.traced if stage != "trace" else self.good_traced)
         summary = getattr(exc, "summary", None) or f"{type(exc).__name__}: {exc}"
@@ -177,8 +228,9 @@ class Session:
         self.debouncer()
 
     # -- fast path ------------------------------------------------------------------------------------
-    def refresh(self, force: bool = False) -> None:
-        """Trace + lower for the current bounds (cached by bounds); build too when builds are fast."""
+    def refresh(self, force: bool = False, wait: bool = False) -> None:
+        """Trace + lower for the current bounds (cached by bounds); build too when builds are fast
+        (``wait``: block until that build is done, as the cell's first build does)."""
         changed: set[str] = {"status", "log"}
         problems = self.model.problems()
         if problems:
@@ -201,7 +253,7 @@ class Session:
             elif self.last_build_seconds is None or self.last_build_seconds < self.auto_build_seconds:
                 self.notify(changed)
                 changed = {"status", "log"}
-                self.build()
+                self.build(wait=wait)
         self.notify(changed)
 
     def _run_fast(self, key: tuple, changed: set[str]) -> None:
@@ -233,6 +285,7 @@ class Session:
             self._fast.put(key, (traced, lowered))
         self.key = key
         self.good_traced = self.traced
+        self.partial_traced = None
         self.error, self.error_stage, self.error_op = None, "", None
         self.stale -= set(FAST_TABS)
         self.stale |= set(SLOW_TABS)
@@ -276,8 +329,14 @@ class Session:
             self.debouncer.cancel()
             self.refresh()
 
-    def build(self) -> None:
-        """Build the engine for the current bounds; the Executable lands in the namespace as ``exe_name``."""
+    def build(self, wait: bool = False) -> None:
+        """Build the engine for the current bounds; the Executable lands in the namespace as ``exe_name``.
+
+        With ``background``, the build runs on a worker thread: ``wait`` (the cell's own first build) blocks
+        until it is done but a KeyboardInterrupt cancels it; otherwise (widget events on the kernel's event
+        loop) it returns at once, shows its elapsed time, and ``cancel_build()`` (Cancel, or an interrupt)
+        stops waiting for it.
+        """
         self.flush()
         if self.model.problems() or self.lowered is None or self.error is not None and self.error_stage != "build":
             return
@@ -287,31 +346,112 @@ class Session:
             self._use_build(cached, changed, hit=True)
             self.notify(changed)
             return
-        self.building = True
-        self.notify({"status"})
+        if self.job is not None:
+            if self.job.key == self._build_key():
+                return  # this build is already running
+            self.cancel_build("superseded")
+        job = BuildJob(self._build_key(), self.lowered, self.engine, self.optimization_level)
+        self.job, self.building, self.note = job, True, ""
+        try:  # an interrupt at any point from here leaves a clear state: no build, Build enabled, a message
+            self.notify({"status"})
+            if not self.background:
+                job.run()
+                if isinstance(job.outcome, KeyboardInterrupt):  # Ctrl+C in a script
+                    raise job.outcome
+                self._finish(job)
+                return
+            loop = None if wait else _running_loop()
+            if loop is None:
+                threading.Thread(target=job.run, name="tripy-lab-build", daemon=True).start()
+                while not job.done.wait(self.progress_seconds):
+                    self.notify({"status"})  # the elapsed time
+                self._finish(job)
+                return
+        except KeyboardInterrupt:
+            self.cancel_build("interrupted")
+            raise
+
+        def finish() -> None:
+            if not job.cancelled and not loop.is_closed():  # a cancelled job's late result goes nowhere
+                loop.call_soon_threadsafe(self._finish, job)
+
+        threading.Thread(target=job.run, args=(finish,), name="tripy-lab-build", daemon=True).start()
+        # After the current message handler: ipykernel restores its own SIGINT handler when a handler ends.
+        loop.call_soon(self._hook_interrupt, job)
+        loop.call_later(self.progress_seconds, self._tick, loop, job)
+
+    def _tick(self, loop, job: BuildJob) -> None:
+        if job is self.job and not job.done.is_set():
+            self.notify({"status"})
+            loop.call_later(self.progress_seconds, self._tick, loop, job)
+
+    def _hook_interrupt(self, job: BuildJob) -> None:
+        """While a background build runs, the kernel's interrupt (SIGINT) cancels it."""
+        if job is not self.job or job.done.is_set() or threading.current_thread() is not threading.main_thread():
+            return
         try:
-            start = time.perf_counter()
-            built = self.lowered.build(engine=self.engine, optimization_level=self.optimization_level)
-            self.counts["build"] += 1
-            self.last_build_seconds = time.perf_counter() - start
-            report = built.report
-            self._log("build", "ok", built.seconds, f"{report.engine}: {report.reason}")
-            self._built.put(self._build_key(), built)
+            previous = signal.getsignal(signal.SIGINT)
+
+            def on_interrupt(signum, frame) -> None:
+                # No build of ours running any more (a handler restored late): behave as the one before did.
+                if not self.cancel_build("interrupted") and callable(previous):
+                    previous(signum, frame)
+
+            signal.signal(signal.SIGINT, on_interrupt)
+        except (ValueError, OSError):  # not allowed here: Cancel still works
+            return
+        job.restore_sigint = previous
+
+    def _unhook_interrupt(self, job: BuildJob) -> None:
+        previous = getattr(job, "restore_sigint", None)
+        if previous is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, previous)
+            job.restore_sigint = None
+
+    def cancel_build(self, reason: str = "cancelled") -> bool:
+        """Stop waiting for the running build: the widget is ready again at once (the worker's late result
+        is dropped). Returns whether a build was running."""
+        job = self.job
+        if job is None:
+            return False
+        job.cancelled = True
+        self._unhook_interrupt(job)
+        self.job, self.building = None, False
+        self.stale |= set(SLOW_TABS)
+        self.note = f"build {reason} after {job.elapsed:.1f} s: press Build to build again"
+        self._log("build", reason, job.elapsed, f"{job.engine or 'default engine'}, -O{job.level}")
+        self.notify({"status", "log", "stale"})
+        return True
+
+    def _finish(self, job: BuildJob) -> None:
+        """Take a finished build's result (on the kernel's thread); a cancelled one is dropped."""
+        if job.cancelled or job is not self.job:
+            return
+        self._unhook_interrupt(job)
+        self.job, self.building = None, False
+        changed: set[str] = {"status", "log"}
+        self.counts["build"] += 1
+        outcome = job.outcome
+        if isinstance(outcome, BaseException):
+            self._fail("build", outcome, changed)
+        else:
+            self.last_build_seconds = job.elapsed
+            report = outcome.report
+            self._log("build", "ok", outcome.seconds, f"{report.engine}: {report.reason}")
+            self._built.put(job.key, outcome)
             self.error, self.error_stage, self.error_op = None, "", None
-            self._use_build(built, changed)
+            if job.key == self._build_key():
+                self._use_build(outcome, changed)
             changed.add("error")
-        except Exception as exc:
-            self.counts["build"] += 1
-            self._fail("build", exc, changed)
-        finally:
-            self.building = False
         self.notify(changed)
 
     # -- status -------------------------------------------------------------------------------------
     def status(self) -> tuple[str, str]:
         """(text, kind) for the status line."""
         if self.building:
-            return "building…", "busy"
+            job = self.job
+            elapsed = f" {job.elapsed:.1f} s" if job is not None else ""
+            return f"building…{elapsed}", "busy"
         if self.debouncer.pending:
             return "tracing…", "busy"
         problems = self.model.problems()
@@ -319,6 +459,8 @@ class Session:
             return f"invalid bounds: {problems[0]}", "error"
         if self.error is not None:
             return f"{self.error_stage} failed: {getattr(self.error, 'summary', self.error)}", "error"
+        if self.note and self.exe is None or self.note and self.stale & set(SLOW_TABS):
+            return self.note, "stale"
         if self.stale & set(SLOW_TABS):
             return "engine is stale: press Build", "stale"
         if self.exe is not None:
@@ -331,18 +473,16 @@ class Session:
             return None
         exc = self.error
         if isinstance(exc, TripyException):
-            loc = exc.location.render() if exc.location else ""
-            return {
-                "summary": exc.summary,
-                "details": exc.details,
-                "location": loc,
-                "op": self.error_op,
-                "stage": self.error_stage,
-            }
+            summary, details, loc = exc.summary, list(exc.details), exc.location
+        else:
+            summary, details = f"{type(exc).__name__}: {exc}", []
+            loc = errors.innermost_user_location(exc) or self.fallback_location
+        if errors.show_everything():  # tp.config.show_internal_frames: every frame, as Python prints them
+            details += ["", *"".join(traceback.format_exception(exc)).rstrip().splitlines()]
         return {
-            "summary": f"{type(exc).__name__}: {exc}",
-            "details": [],
-            "location": "",
+            "summary": summary,
+            "details": details,
+            "location": loc.render() if loc else "",
             "op": self.error_op,
             "stage": self.error_stage,
         }

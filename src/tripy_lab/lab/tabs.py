@@ -92,6 +92,48 @@ class TraceView:
                 f'<pre style="font-size:11px">{listing}</pre></details>')
 
 
+@dataclass
+class FailedTraceView:
+    """The Trace tab after a failed trace: the ops recorded up to the failing line (``partial``), where it
+    stopped, and the last good trace with the op on the failing line highlighted (``good``)."""
+
+    stop: str  # "In [5], line 3 in f()"
+    summary: str
+    partial: TraceView | None
+    good: TraceView | None = None
+    good_op: str | None = None
+
+    @classmethod
+    def of(cls, partial, info: dict | None, good=None, error_op: str | None = None) -> FailedTraceView:
+        where = (info or {}).get("location", "").splitlines()
+        stop = where[0].removeprefix("--> ") if where else "the failing line"
+        return cls(stop, (info or {}).get("summary", ""), TraceView.of(partial) if partial is not None else None,
+                   TraceView.of(good, error_op) if good is not None and error_op is not None else None, error_op)
+
+    @property
+    def svg(self) -> str | None:  # the crosswalk draws the last good trace
+        return self.good.svg if self.good is not None else None
+
+    @property
+    def dot(self) -> str:
+        return self.good.dot if self.good is not None else ""
+
+    def html(self, limits: Limits = LIVE) -> str:
+        head = (f'<div class="tripy-partial-trace" style="font-size:12px;color:#b91c1c">Tracing stopped at '
+                f"<b>{esc(self.stop)}</b>: {esc(self.summary)}</div>")
+        if self.partial is None:
+            body = '<div style="font-size:12px">No op was recorded before the error (see the Error tab).</div>'
+        else:
+            n = self.partial.n_ops
+            body = (head_html(f"partial trace: the {n} op{'s' if n != 1 else ''} recorded before the error "
+                              "(its unused results shown as outputs)") + self.partial.html(limits))
+        good = ""
+        if self.good is not None:
+            good = (f"<details open><summary style='font-size:12px'>last good trace: <code>{esc(self.good_op)}"
+                    f"</code> (red) is the op on the failing line</summary>{self.good.html(limits)}</details>")
+        return head + body + good
+
+
 # -- MLIR -------------------------------------------------------------------------------------------
 @dataclass
 class MlirView:
@@ -172,7 +214,8 @@ class EngineView:
             frame = layer_time.layer_times_frame(prof)
             view.layers = frame
             view.timing_note = (f"last timing run: compute {frame.attrs['compute_ms']:.4g} ms per call (median), "
-                                f"layers sum to {frame.attrs['layers_ms']:.4g} ms; {prof.method}")
+                                f"layers sum to {frame.attrs['layers_ms']:.4g} ms; {prof.method}"
+                                + "".join(f"; {n}" for n in prof.notes))
             view.source_heat = layer_time.source_heat_html(prof, built.lowered.program)
         return view
 

@@ -41,6 +41,12 @@ class LabWidget:
         self.status = W.HTML()
         self.build_button = W.Button(description="Build", icon="cogs", button_style="primary")
         self.build_button.on_click(lambda _: self.session.build())
+        self.cancel_button = W.Button(description="Cancel", icon="stop", button_style="danger",
+                                      tooltip="stop waiting for this build (an interrupt does the same)",
+                                      layout=W.Layout(display="none"))
+        self.cancel_button.add_class("tripy-cancel")
+        self.cancel_button.on_click(lambda _: self.session.cancel_build())
+        self.build_button.add_class("tripy-build")
         self.engine = W.Dropdown(options=ENGINES, value=session.engine or "default", description="engine",
                                  layout=W.Layout(width="200px"))
         self.level = W.Dropdown(options=list(range(6)), value=session.optimization_level, description="-O",
@@ -67,7 +73,10 @@ class LabWidget:
             child.add_class(f"tripy-tab-{key}")
         self.dirty: set[str] = set(_KEYS)
         self.views: dict = {"run": self.run_view}  # key -> tabs view model of the current stages
-        head = W.HBox([self.build_button, self.engine, self.level, self.auto_ms])
+        self._shown_error: BaseException | None = None
+        self._after_build = None  # a Run/Time/Sweep pressed while building
+        self._tab_before_error = 0
+        head = W.HBox([self.build_button, self.cancel_button, self.engine, self.level, self.auto_ms])
         bounds = editor.widget if editor is not None else W.HTML(
             "<i>Compiled in Python: the bounds are fixed (use %%tpcompile to edit them).</i>")
         self.widget = W.VBox([W.HTML(CSS + f"<b>{esc(title)}</b>"), bounds, head, self.status, self.tabs])
@@ -84,7 +93,9 @@ class LabWidget:
             return self.views[key]
         s = self.session
         view = None
-        if key == "trace" and s.traced is not None:
+        if key == "trace" and s.error_stage == "trace":
+            view = tabs.FailedTraceView.of(s.partial_traced, s.error_info(), s.good_traced, s.error_op)
+        elif key == "trace" and s.traced is not None:
             view = tabs.TraceView.of(s.traced, s.error_op)
         elif key == "mlir" and s.lowered is not None:
             view = tabs.MlirView.of(s.lowered, self.generic.value, s.error_op)
@@ -148,6 +159,25 @@ class LabWidget:
         self._render_visible()
         if changed & {"stale", "status", "error"}:
             self._update_status()
+        if "error" in changed:
+            self._select_error_tab()
+        if self._after_build is not None and not self.session.building:
+            fn, self._after_build = self._after_build, None
+            if "engine" in self.session.stale:  # the build was cancelled or failed: nothing new to run
+                self._set_run(tabs.RunView(message="the build did not finish: nothing was run"))
+            else:
+                self._guard(fn)
+
+    def _select_error_tab(self) -> None:
+        """A new error opens the Error tab; once it is fixed, the tab shown before comes back."""
+        error, index = self.session.error, _KEYS.index("error")
+        if error is not None and error is not self._shown_error:
+            if self.tabs.selected_index != index:
+                self._tab_before_error = self.tabs.selected_index or 0
+            self.tabs.selected_index = index
+        elif error is None and self._shown_error is not None and self.tabs.selected_index == index:
+            self.tabs.selected_index = self._tab_before_error
+        self._shown_error = error
         self._changed()
 
     def _update_status(self) -> None:
@@ -155,7 +185,8 @@ class LabWidget:
         self.status.value = views.status_html(text, kind)
         s = self.session
         self.build_button.disabled = s.building or s.lowered is None or bool(s.model.problems())
-        self.build_button.description = "building…" if self.session.building else "Build"
+        self.build_button.description = "building…" if s.building else "Build"
+        self.cancel_button.layout.display = "" if s.building else "none"
         stale = self.session.stale
         titles = []
         for key, name in zip(_KEYS, TAB_NAMES):
@@ -272,6 +303,10 @@ class LabWidget:
             self._changed()
 
     def _guard(self, fn) -> None:
+        if self.session.building:  # run on the Executable being built, once it lands (not on the old one)
+            self._after_build = fn
+            self._set_run(tabs.RunView("busy", "waiting for the build to finish…"), publish=False)
+            return
         if self.session.exe is None:
             self._set_run(tabs.RunView("error", "No Executable yet: press Build."))
             return

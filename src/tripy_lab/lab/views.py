@@ -258,7 +258,9 @@ def frame_html(df) -> str:
 def log_frame(events: list[dict]):
     import pandas as pd
 
-    return pd.DataFrame(events, columns=["stage", "status", "ms", "detail"])
+    df = pd.DataFrame(events, columns=["stage", "status", "ms", "detail"])
+    df["ms"] = pd.to_numeric(df["ms"], errors="coerce")  # a stage that did not run: NaN, an empty cell (not None)
+    return df
 
 
 def status_html(text: str, kind: str = "info") -> str:

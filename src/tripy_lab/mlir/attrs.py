@@ -96,10 +96,18 @@ _STORAGE: dict[str, np.dtype] = {
 
 def element_name(t: Attribute) -> str:
     """MLIR spelling of an element type (``f32``, ``i1``, ``ui8``...)."""
+    try:
+        return _ELEMENT_NAMES[t]
+    except (KeyError, TypeError):  # xDSL attribute equality is slow: remember each type once
+        pass
     for name, et in ELEMENT_TYPES.items():
         if et == t:
+            _ELEMENT_NAMES[t] = name
             return name
     raise ValueError(f"unsupported element type {t}")
+
+
+_ELEMENT_NAMES: dict[Attribute, str] = {}
 
 
 def element_type(elem: str | Attribute) -> Attribute:

@@ -40,6 +40,7 @@ import functools
 import io
 import math
 import re
+import struct
 from collections.abc import Mapping, MutableMapping
 from fractions import Fraction
 
@@ -50,8 +51,10 @@ from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    AnyFloat,
     ArrayAttr,
     Builtin,
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     DictionaryAttr,
@@ -68,9 +71,12 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import Func
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.printer import Printer
+from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer
 
-from .attrs import NUMPY_DTYPES, ShapeProfileAttr, element_name
+from .attrs import NUMPY_DTYPES, ShapeProfileAttr, dense_elements, element_name, elements_to_numpy
 from .dialect import Plan, TensorRT
 
 __all__ = ["make_context", "print_module", "parse_module", "format_float"]
@@ -374,7 +380,9 @@ class _MlirPrinter(Printer):
             self.print_string("dense<>")
         elif splat or n <= 100 or elem == IntegerType(1):
             self.print_string("dense<")
-            if splat:
+            if isinstance(elem, AnyFloat):  # from the stored bits: nan payloads survive (no Python float detour)
+                self.print_string(_float_elements_text(attr, splat))
+            elif splat:
                 attr._print_one_elem(elem.unpack(first, 1)[0], self)  # noqa: SLF001
             else:
                 attr._print_dense_list(attr.get_values(), attr.get_shape(), self)  # noqa: SLF001
@@ -383,6 +391,27 @@ class _MlirPrinter(Printer):
             self.print_string(f'dense<"0x{data.hex().upper()}">')
         self.print_string(" : ")
         self.print_attribute(attr.type)
+
+
+def _float_elements_text(attr: DenseIntOrFPElementsAttr, splat: bool) -> str:
+    """``1.000000e+00`` / ``[[...], [...]]`` of a float elements attribute; non-finite values (and finite ones
+    with no exact decimal spelling) as their bit pattern ``0xFF800000``, which ``parse_module`` reads as bits."""
+    name = element_name(attr.type.element_type)
+    values = elements_to_numpy(attr).reshape(-1)
+    if splat:
+        values = values[:1]
+    bits = values.view(f"u{values.dtype.itemsize}")
+    texts = [format_float(float(v), name) if np.isfinite(v) else f"0x{int(b):X}" for v, b in zip(values, bits)]
+    if splat:
+        return texts[0]
+
+    def nest(items: list[str], shape: list[int]) -> str:
+        if len(shape) <= 1:
+            return "[" + ", ".join(items) + "]"
+        k = len(items) // shape[0] if shape[0] else 0
+        return "[" + ", ".join(nest(items[i:i + k], shape[1:]) for i in range(0, len(items), k or 1)) + "]"
+
+    return nest(texts, list(attr.get_shape()))
 
 
 def _collect_aliases(module: Operation) -> dict[Attribute, str]:
@@ -501,8 +530,114 @@ def _parse_trailer(body: str) -> dict[str, bytes]:
     return out
 
 
+_DECIMAL = re.compile(r"([0-9]+)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,6}))?")
+
+
+class _Lexer(MLIRLexer):
+    # xDSL's string-literal regex nests quantifiers ("(?:[^"...]+|...)*"): an unterminated string takes time
+    # exponential in its length. This one matches the same strings with one way to match each character.
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+DENSE_BYTES_LIMIT = 1 << 32  # a splat expands to its full size in xDSL: refuse absurd shapes before allocating
+
+
+def _float_literal(text: str, elem: str) -> np.ndarray:
+    """One element of a float ``dense<...>`` literal as a 0-d array of ``elem``: ``0x7FC00001`` is the bit
+    pattern (as MLIR reads it), a decimal is rounded once, exactly, to ``elem`` (not through a Python float)."""
+    dt = NUMPY_DTYPES[elem]
+    neg = text.startswith("-")
+    body = text.lstrip("+-")
+    if body[:2] in ("0x", "0X"):
+        bits = int(body, 16)
+        width = 4 if elem == "f4E2M1FN" else dt.itemsize * 8
+        if neg or bits.bit_length() > width:
+            raise ValueError(f"hexadecimal float literal {text} does not fit {elem}")
+        return np.array(bits, dtype=f"u{dt.itemsize}").view(dt)
+    m = _DECIMAL.fullmatch(body)
+    if m is None:
+        raise ValueError(f"{text!r} is not a float literal")
+    whole, frac, exp = m.group(1), m.group(2) or "", int(m.group(3) or 0)
+    digits = (whole + frac).lstrip("0")
+    magnitude = len(digits) + exp - len(frac)  # the value is below 10**magnitude and at least 10**(magnitude-1)
+    if not digits or magnitude < -400:  # zero, or far below half the smallest subnormal of every type
+        return np.array(-0.0 if neg else 0.0, dtype=dt)
+    if magnitude > 400:
+        raise ValueError(f"float literal {text[:40]} is out of range for {elem}")
+    value = float(text)  # correctly rounded to f64
+    if elem == "f64":
+        if math.isinf(value):
+            raise ValueError(f"float literal {text[:40]} is out of range for {elem}")
+        return np.array(value, dtype=dt)
+    p, emin, largest = _FLOAT_SEMANTICS[elem]
+    if elem in ("f32", "f16") and 2.0**emin <= abs(value) <= largest:  # numpy rounds f64 to these directly
+        # Rounding the f64 again is exact unless the f64 landed on a midpoint of the target type (every
+        # midpoint of a normal target value is an f64, so none lies strictly between the decimal and it).
+        drop = 53 - p
+        if (struct.unpack("<Q", struct.pack("<d", value))[0] & ((1 << drop) - 1)) != 1 << (drop - 1):
+            return np.array(value).astype(dt)
+    q = Fraction(int(whole + frac), 1) * Fraction(10) ** (exp - len(frac))
+    r = _round_to(q, elem)
+    if r is None:
+        raise ValueError(f"float literal {text} is out of range for {elem}")
+    return np.array(-float(r) if neg else float(r), dtype=dt)
+
+
 class _Parser(Parser):
-    """xDSL's parser, plus MLIR's ``fused<metadata>[...]`` locations."""
+    """xDSL's parser, plus MLIR's ``fused<metadata>[...]`` locations, and float ``dense<...>`` elements read
+    bit-exactly (xDSL reads ``dense<0xFF800000> : tensor<f32>`` as the integer 4286578688)."""
+
+    def __init__(self, ctx, text: str, name: str = "<unknown>") -> None:
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(_Lexer(Input(text, name)))
+
+    def parse_dense_int_or_fp_elements_attr(self, type=None):
+        self.parse_punctuation("<", " in dense attribute")
+        blob = literal = None
+        if self.parse_optional_punctuation(">") is None:
+            blob = self.parse_optional_str_literal()
+            if blob is None:
+                literal = self._parse_tensor_literal()
+            self.parse_punctuation(">", " in dense attribute")
+        if type is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_literal_type()
+        count = math.prod(type.get_shape())
+        if count * type.element_type.compile_time_size > DENSE_BYTES_LIMIT:  # before anything is allocated
+            self.raise_error(f"dense elements of {type} would take {count * type.element_type.compile_time_size} "
+                             f"bytes, more than the {DENSE_BYTES_LIMIT} a constant may hold (text.DENSE_BYTES_LIMIT)")
+        if literal is None:
+            data = b""
+            if blob is not None:
+                try:
+                    data = bytes.fromhex(blob[2:]) if blob[:2] in ("0x", "0X") else None
+                except ValueError:
+                    data = None
+                if data is None:
+                    self.raise_error("Hex string in denseAttr is invalid")
+                if len(data) == type.element_type.compile_time_size:  # a splat
+                    data *= count
+            attr = DenseIntOrFPElementsAttr(type, BytesAttr(data))
+            if len(attr) != count or len(data) != count * type.element_type.compile_time_size:
+                self.raise_error(f"Shape mismatch in dense literal: the type has {count} elements, the data "
+                                 f"holds {len(data)} bytes.")
+            return attr
+        elements, shape = literal
+        type_shape = list(type.get_shape())
+        if shape and shape != type_shape:
+            self.raise_error(f"Shape mismatch in dense literal. Expected {type_shape} shape from the type, "
+                             f"but got {shape} shape.")
+        if not isinstance(type.element_type, AnyFloat):
+            values = [e.to_type(self, type.element_type) for e in elements] * (1 if shape else count)
+            return DenseIntOrFPElementsAttr.from_list(type, values)
+        elem = element_name(type.element_type)
+        try:
+            values = [_float_literal(e.span.text, elem) for e in elements]
+        except (ValueError, ZeroDivisionError) as exc:
+            self.raise_error(str(exc))
+        arr = np.array(values, dtype=NUMPY_DTYPES[elem]).reshape(shape or ())
+        if not shape:
+            arr = np.broadcast_to(arr, type_shape)
+        return dense_elements(arr, elem)
 
     def _parse_location(self):
         if self.parse_optional_keyword("fused") is None:

@@ -6,8 +6,9 @@ import time
 from dataclasses import dataclass, field
 
 from tripy_lab.core import config
-from tripy_lab.core.errors import raise_error
+from tripy_lab.core.errors import TripyException, raise_error
 from tripy_lab.engine import BuildOptions, choose, engine_class
+from tripy_lab.engine.base import build_errors
 from tripy_lab.executable import Executable
 from tripy_lab.mlir.program import MlirProgram
 from tripy_lab.trace import Trace
@@ -35,7 +36,13 @@ class Traced:
         from tripy_lab.mlir.lowering import lower  # xDSL loads on first use, not at `import tripy_lab`
 
         start = time.perf_counter()
-        program = lower(self.trace)
+        try:
+            program = lower(self.trace)
+        except TripyException:
+            raise
+        except Exception as exc:  # an xDSL verifier or a lowering rule failing: never a raw exception
+            text = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise_error(f"Lowering the trace to MLIR failed: {type(exc).__name__}.", [text])
         return Lowered(program, time.perf_counter() - start, self)
 
     def __str__(self) -> str:
@@ -91,7 +98,8 @@ class Lowered:
                                timing_cache_path=config.timing_cache_file_path,
                                compilation_cache_dir=config.xla_cache_dir(), build_shapes=shapes)
         start = time.perf_counter()
-        compiled = cls().build(self.program, options)
+        with build_errors(name, self.program):  # anything an engine lets escape becomes a TripyException
+            compiled = cls().build(self.program, options)
         compiled.report.reason = reason
         return Built(compiled, time.perf_counter() - start, self, optimization_level)
 

@@ -9,9 +9,10 @@ from collections.abc import Callable
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, check_named_dimensions
 from tripy_lab.core.errors import raise_error
+from tripy_lab.core.source import return_location
 from tripy_lab.frontend import Module
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
-from tripy_lab.trace import Trace, TraceTensor
+from tripy_lab.trace import Trace, TraceTensor, optable
 
 _COMPILING = [0]
 
@@ -70,6 +71,20 @@ def _signature(func) -> inspect.Signature:
     return inspect.signature(func)
 
 
+def _partial(made: list, inputs: list, infos: dict, name: str, seconds: float):
+    """The Traced of the ops made before a failure (their unused results as outputs), or None."""
+    from tripy_lab.pipeline.stages import Traced
+
+    used = {id(t) for op in made for t in op.inputs}
+    leaves = [t for op in made for t in op.outputs if id(t) not in used]
+    if not made or not leaves:
+        return None
+    try:
+        return Traced(Trace(leaves, inputs, infos, name=name), seconds, False)
+    except Exception:  # a partial graph is a bonus: never mask the user's error
+        return None
+
+
 def trace(func: Callable, args=(), kwargs=None):
     """Trace ``func(*args, **kwargs)``: InputInfo/DimensionInputInfo become runtime inputs, the rest constants."""
     from tripy_lab.pipeline.stages import Traced
@@ -102,13 +117,23 @@ def trace(func: Callable, args=(), kwargs=None):
         for key, tensor in func.state_dict().items():
             if isinstance(tensor, Tensor):
                 tensor.name = key  # weights show up in the IR by their state_dict key
-    with _compiling():
-        result = func(*call_args, **call_kwargs)
-    single = isinstance(result, Tensor)
-    outputs = [result] if single else list(result) if isinstance(result, (list, tuple)) else None
-    if not outputs or any(not isinstance(o, Tensor) for o in outputs):
-        bad = result if outputs is None else next((o for o in outputs if not isinstance(o, Tensor)), result)
-        raise_error("Function must return 1 or more Tensors.", [f"Got a return value of type: {type(bad).__name__}."])
     name = getattr(func, "__name__", type(func).__name__)
+    made: list = []
+    optable.recording.append(made)
+    try:
+        with _compiling():
+            result = func(*call_args, **call_kwargs)
+        single = isinstance(result, Tensor)
+        outputs = [result] if single else list(result) if isinstance(result, (list, tuple)) else None
+        if not outputs or any(not isinstance(o, Tensor) for o in outputs):
+            bad = result if outputs is None else next((o for o in outputs if not isinstance(o, Tensor)), result)
+            code = (func.forward if isinstance(func, Module) else func).__code__
+            raise_error("Function must return 1 or more Tensors.",
+                        [f"Got a return value of type: {type(bad).__name__}."], location=return_location(code))
+    except Exception as exc:
+        exc.partial_trace = _partial(made, inputs, infos, name, time.perf_counter() - start)
+        raise
+    finally:
+        optable.recording.pop()
     tr = Trace([o.trace_tensor for o in outputs], inputs, infos, name=name)
     return Traced(tr, time.perf_counter() - start, single)

@@ -214,6 +214,8 @@ ROWS: list[OpDef] = [
 ]
 
 OPS: dict[str, OpDef] = {row.name: row for row in ROWS}
+# While pipeline.trace runs, the ops made so far: a failed trace can still show its partial graph.
+recording: list[list] = []
 
 
 def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, location=None) -> list[TraceTensor]:
@@ -228,4 +230,6 @@ def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, loca
     for out in outputs:
         out.producer = op
         out.is_compile_tracer = tracer
+    if recording:
+        recording[-1].append(op)
     return outputs

@@ -1,0 +1,152 @@
+"""Builds off the kernel's event loop: the loop keeps running, progress shows the elapsed time, Cancel and
+interrupts stop waiting, and the widget is left in a clear state (Build enabled, a message saying why)."""
+
+import _thread
+import asyncio
+import signal
+import threading
+
+import pytest
+
+import tripy_lab as tp
+from tripy_lab.lab import spec as S
+from tripy_lab.lab.bounds_model import BoundsModel
+from tripy_lab.lab.session import Session
+from tripy_lab.pipeline.stages import Lowered
+
+
+def add(a, b):
+    return a + b
+
+
+@pytest.fixture
+def gate(monkeypatch):
+    """Lowered.build waits for ``gate.set()`` (a build as slow as the test wants)."""
+    event, started = threading.Event(), threading.Event()
+    real = Lowered.build
+
+    def slow(self, *args, **kwargs):
+        started.set()
+        assert event.wait(20), "the test never released the build"
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Lowered, "build", slow)
+    event.started = started
+    yield event
+    event.set()
+
+
+def session(**kw):
+    parsed = S.parse_line("a=f32[1:2:3,4] b=f32[1:2:3,4]")
+    model = BoundsModel.from_values(list(parsed.params), {n: p.spec for n, p in parsed.params.items()})
+    ns = {}
+    s = Session(add, model, exe_name="exe", namespace=ns, engine="reference", debounce_seconds=0,
+                background=True, **kw)
+    s.progress_seconds = 0.02
+    return s, ns
+
+
+def test_background_build_keeps_the_loop_running_and_shows_progress(gate):
+    s, ns = session()
+    statuses = []
+    s.listeners.append(lambda changed: statuses.append(s.status()[0]))
+
+    async def main():
+        ticks = 0
+        s.refresh()  # trace + lower now, the build on a worker thread
+        assert s.building and s.traced is not None and "exe" not in ns
+        while ticks < 10:  # the loop is free while the engine builds
+            await asyncio.sleep(0.01)
+            ticks += 1
+        gate.set()
+        for _ in range(500):
+            if not s.building:
+                break
+            await asyncio.sleep(0.01)
+        return ticks
+
+    assert asyncio.run(main()) == 10
+    assert isinstance(ns["exe"], tp.Executable) and s.status()[1] == "ok"
+    elapsed = [float(t.split()[1]) for t in statuses if t.startswith("building… ")]
+    assert len(elapsed) >= 3 and elapsed == sorted(elapsed) and elapsed[-1] > 0.0
+    out = ns["exe"](tp.ones((2, 4)).eval(), tp.ones((2, 4)).eval())
+    assert tp.allclose(out, tp.ones((2, 4)) * 2)
+
+
+def test_cancel_leaves_a_clear_state_and_drops_the_late_result(gate):
+    s, ns = session()
+
+    async def main():
+        s.refresh()
+        assert gate.started.wait(5)
+        assert s.cancel_build()
+        assert not s.building and s.job is None
+        text, kind = s.status()
+        assert text.startswith("build cancelled after ") and "press Build" in text and kind == "stale"
+        gate.set()  # the worker finishes later: its result must not land
+        await asyncio.sleep(0.3)
+        assert "exe" not in ns and s.exe is None and not s.building
+        s.build()  # building again works
+        for _ in range(500):
+            if not s.building:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert isinstance(ns["exe"], tp.Executable) and s.counts["build"] == 1
+    assert [e["status"] for e in s.log if e["stage"] == "build"] == ["cancelled", "ok"]
+
+
+def test_an_interrupt_cancels_a_background_build(gate):
+    s, ns = session()
+    before = signal.getsignal(signal.SIGINT)
+
+    async def main():
+        s.refresh()
+        assert gate.started.wait(5) and s.building
+        await asyncio.sleep(0)  # the handler goes in once the current callback (a kernel message) is done
+        signal.raise_signal(signal.SIGINT)  # what the kernel's interrupt sends: no KeyboardInterrupt escapes
+        await asyncio.sleep(0)
+        assert not s.building and s.status()[0].startswith("build interrupted")
+
+    asyncio.run(main())
+    assert signal.getsignal(signal.SIGINT) is before  # the kernel's handler is back
+
+
+def test_interrupted_first_build_leaves_build_enabled_with_a_message(gate):
+    pytest.importorskip("ipywidgets")
+    from tripy_lab.lab.bounds_editor import BoundsEditor
+    from tripy_lab.lab.ui import LabWidget
+
+    s, ns = session()
+    ui = LabWidget(s, BoundsEditor(s.model, on_change=s.schedule))
+    threading.Thread(target=lambda: (gate.started.wait(5), _thread.interrupt_main()), daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        s.refresh(wait=True)  # the cell's first build, interrupted (Jupyter's interrupt button)
+    assert not s.building and s.job is None
+    assert not ui.build_button.disabled and ui.build_button.description == "Build"
+    assert ui.cancel_button.layout.display == "none"
+    assert "build interrupted after" in ui.status.value and "press Build" in ui.status.value
+    gate.set()
+    s.build(wait=True)  # Build works afterwards
+    assert isinstance(ns["exe"], tp.Executable) and "tripy-status-ok" in ui.status.value
+
+
+def test_a_failing_background_build_lands_in_the_error_tab(monkeypatch):
+    def broken(self, *args, **kwargs):
+        raise tp.TripyException("Engine build failed.", ["layer 3 has no kernel"])
+
+    monkeypatch.setattr(Lowered, "build", broken)
+    s, ns = session()
+
+    async def main():
+        s.refresh()
+        for _ in range(500):
+            if not s.building:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert s.error_stage == "build" and s.error_info()["summary"] == "Engine build failed."
+    assert s.status() == ("build failed: Engine build failed.", "error") and "exe" not in ns
+    assert [e["status"] for e in s.log if e["stage"] == "build"] == ["error"]
