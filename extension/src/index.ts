@@ -22,6 +22,16 @@
  *   `id` (several views may share a page) and sets `data-op-id`.  Nodes that
  *   match no op (inputs, constants) are drawn but not clickable.
  *
+ * Markup: the graph's SVG is the only markup a bundle carries; it is inserted
+ * only through `sanitizeSvg` (sanitize.ts, DOMPurify).  Everything else is
+ * text.  So the renderer is `safe` and also draws untrusted outputs.
+ *
+ * Layout: the panes sit side by side with drag handles between them
+ * (`.tripy-splitter`), and stack when the output is narrower than 900px; each
+ * pane body can be resized in height.  The graph pane has Fit / - / + / 1:1
+ * (`[data-tripy-zoom]` holds the scale); the MLIR pane wraps long lines
+ * (toggle "wrap").
+ *
  * Stable DOM (used by tests and by the lab's stage tabs):
  *   [data-tripy-pane="graph"|"mlir"|"layers"]  the three panes
  *   g.node[data-op-id]                          matched graph nodes
@@ -32,9 +42,12 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { dotText, sanitizeSvg } from './sanitize';
+
 export const MIME_TYPE = 'application/vnd.tripy-lab.crosswalk+json';
 
 const SELECTED = 'tripy-selected';
+const COLUMNS = ['layer', 'kind', 'ops', 'source', 'shapes', 'dtypes', 'kernel'];
 const ERROR = 'tripy-error';
 
 interface IOp {
@@ -88,24 +101,6 @@ function el<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
-/** Parse SVG text into an element, dropping scripts and inline event handlers. */
-function parseSvg(text: string): SVGSVGElement | null {
-  const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
-  const svg = doc.documentElement;
-  if (!svg || svg.nodeName !== 'svg') {
-    return null;
-  }
-  svg.querySelectorAll('script, foreignObject').forEach(n => n.remove());
-  for (const node of [svg, ...Array.from(svg.querySelectorAll('*'))]) {
-    for (const attr of Array.from(node.attributes)) {
-      if (attr.name.toLowerCase().startsWith('on')) {
-        node.removeAttribute(attr.name);
-      }
-    }
-  }
-  return document.importNode(svg, true) as unknown as SVGSVGElement;
-}
-
 /** Draw DOT text with the wasm build of Graphviz, loaded on first use. */
 async function dotToSvg(dot: string): Promise<string> {
   const { Graphviz } = await import('@hpcc-js/wasm-graphviz');
@@ -142,7 +137,8 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
     const graph = this._pane('graph', 'Trace graph');
     const mlir = this._pane('mlir', 'MLIR');
     const layers = this._pane('layers', 'Engine layers');
-    panes.append(graph, mlir, layers);
+    panes.append(graph, splitter(), mlir, splitter(), layers);
+    this._mlirTools(mlir);
     this._status = el('div', 'tripy-crosswalk-status', 'Click a node, an MLIR line or a layer.');
     this.node.append(panes, this._status);
 
@@ -182,22 +178,36 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
     } else {
       pane.dataset.tripyRenderer = 'dot';
     }
-    const svg = parseSvg(text);
-    if (!svg) {
+    const clean = sanitizeSvg(text);
+    if (!clean) {
       body.appendChild(el('div', 'tripy-crosswalk-message', 'The graph is not valid SVG.'));
       return;
     }
+    const { svg, nodeIds } = clean;
     body.appendChild(svg);
+    // graphviz draws ids with unprintable characters replaced (dotText): match on the same form
+    const byDrawnId = new Map([...this._opsById.keys()].map(id => [dotText(id), id]));
     svg.querySelectorAll('g.node').forEach(node => {
-      const byId = node.id.startsWith('op-') ? node.id.slice(3) : '';
+      const drawn = nodeIds.get(node) ?? '';
       const byTitle = node.querySelector('title')?.textContent?.trim() ?? '';
-      const id = this._opsById.has(byId) ? byId : byTitle;
-      if (this._opsById.has(id)) {
-        node.removeAttribute('id');
+      const id = byDrawnId.get(drawn) ?? (this._opsById.has(byTitle) ? byTitle : undefined);
+      if (id !== undefined) {
         node.setAttribute('data-op-id', id);
         this._register(node, [id]);
       }
     });
+    this._zoom = new GraphZoom(pane, body, svg);
+  }
+
+  private _mlirTools(pane: HTMLElement): void {
+    const wrap = button('wrap', 'Wrap long MLIR lines');
+    wrap.setAttribute('aria-pressed', 'true');
+    pane.classList.add('tripy-wrap');
+    wrap.addEventListener('click', () => {
+      const on = pane.classList.toggle('tripy-wrap');
+      wrap.setAttribute('aria-pressed', String(on));
+    });
+    pane.querySelector('.tripy-pane-heading')?.appendChild(wrap);
   }
 
   private _renderMlir(pane: HTMLElement, lines: IMlirLine[]): void {
@@ -235,7 +245,7 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
     }
     const table = el('table', 'tripy-layers');
     const head = el('tr');
-    for (const name of ['layer', 'kind', 'ops', 'source', 'shapes', 'dtypes', 'kernel']) {
+    for (const name of COLUMNS) {
       head.appendChild(el('th', undefined, name));
     }
     table.createTHead().appendChild(head);
@@ -259,9 +269,7 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
         layer.dtypes ?? '',
         layer.kernel ?? ''
       ];
-      for (const text of cells) {
-        row.appendChild(el('td', undefined, text));
-      }
+      cells.forEach((text, i) => row.appendChild(el('td', `tripy-col-${COLUMNS[i]}`, text)));
       this._register(row, [...ops]);
       tbody.appendChild(row);
     }
@@ -326,6 +334,119 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
   private _items = new Map<string, Element[]>();
   private _selected: string | null = null;
   private _status: HTMLElement = el('div');
+  private _zoom: GraphZoom | null = null;
+
+  /** The graph's zoom controller (tests and the lab read `scale`). */
+  get zoom(): GraphZoom | null {
+    return this._zoom;
+  }
+}
+
+function button(text: string, title: string): HTMLButtonElement {
+  const b = el('button', 'tripy-tool', text);
+  b.type = 'button';
+  b.title = title;
+  return b;
+}
+
+/** Fit / zoom of the graph's SVG: sets its width and height from the viewBox times `scale`. */
+export class GraphZoom {
+  constructor(pane: HTMLElement, body: HTMLElement, svg: SVGSVGElement) {
+    this._pane = pane;
+    this._body = body;
+    this._svg = svg;
+    const box = svg.viewBox?.baseVal;
+    this._w = box && box.width ? box.width : svg.getBBox?.().width || 100;
+    this._h = box && box.height ? box.height : svg.getBBox?.().height || 100;
+    svg.removeAttribute('width');
+    svg.removeAttribute('height');
+    const tools = el('span', 'tripy-tools');
+    const add = (text: string, title: string, action: () => void) => {
+      const b = button(text, title);
+      b.dataset.tripyZoomAction = text;
+      b.addEventListener('click', event => {
+        event.stopPropagation();
+        action();
+      });
+      tools.appendChild(b);
+    };
+    add('Fit', 'Fit the whole graph in the pane', () => this.fit());
+    add('−', 'Zoom out', () => this.set(this.scale / 1.25));
+    add('+', 'Zoom in', () => this.set(this.scale * 1.25));
+    add('1:1', 'Actual size', () => this.set(1));
+    pane.querySelector('.tripy-pane-heading')?.appendChild(tools);
+    body.addEventListener(
+      'wheel',
+      event => {
+        if (event.ctrlKey || event.metaKey) {
+          event.preventDefault();
+          this.set(this.scale * (event.deltaY < 0 ? 1.1 : 1 / 1.1));
+        }
+      },
+      { passive: false }
+    );
+    // readable by default: actual size, or the pane's width when the graph is wider, but never below
+    // 60% (text stays legible; the pane scrolls and Fit shows all of it)
+    requestAnimationFrame(() => this.set(Math.max(0.6, Math.min(1, this._fitWidth()))));
+  }
+
+  get scale(): number {
+    return this._scale;
+  }
+
+  set(scale: number): void {
+    this._scale = Math.min(8, Math.max(0.05, scale));
+    this._svg.setAttribute('width', `${this._w * this._scale}pt`);
+    this._svg.setAttribute('height', `${this._h * this._scale}pt`);
+    this._pane.dataset.tripyZoom = this._scale.toFixed(3);
+  }
+
+  fit(): void {
+    const h = (this._body.clientHeight - 8) / ((this._h * 4) / 3);
+    this.set(Math.min(this._fitWidth(), h > 0 ? h : Infinity));
+  }
+
+  private _fitWidth(): number {
+    const w = (this._body.clientWidth - 8) / ((this._w * 4) / 3); // viewBox units are pt (4/3 px)
+    return w > 0 ? w : 1;
+  }
+
+  private _pane: HTMLElement;
+  private _body: HTMLElement;
+  private _svg: SVGSVGElement;
+  private _w: number;
+  private _h: number;
+  private _scale = 1;
+}
+
+/** A drag handle between two panes: moves the boundary (flex-basis of both neighbours). */
+function splitter(): HTMLDivElement {
+  const bar = el('div', 'tripy-splitter');
+  bar.title = 'Drag to resize the panes';
+  bar.addEventListener('pointerdown', event => {
+    const left = bar.previousElementSibling as HTMLElement | null;
+    const right = bar.nextElementSibling as HTMLElement | null;
+    if (!left || !right) {
+      return;
+    }
+    event.preventDefault();
+    bar.setPointerCapture(event.pointerId);
+    const x0 = event.clientX;
+    const l0 = left.getBoundingClientRect().width;
+    const r0 = right.getBoundingClientRect().width;
+    const move = (e: PointerEvent) => {
+      const dx = Math.max(80 - l0, Math.min(r0 - 80, e.clientX - x0));
+      left.style.flex = `0 0 ${l0 + dx}px`;
+      right.style.flex = `0 0 ${r0 - dx}px`;
+    };
+    const up = () => {
+      bar.removeEventListener('pointermove', move);
+      bar.removeEventListener('pointerup', up);
+    };
+    bar.addEventListener('pointermove', move);
+    bar.addEventListener('pointerup', up);
+  });
+  return bar;
 }
 
 /** Scroll `body` (not the page) so that `item` is visible. */
@@ -337,8 +458,8 @@ function scrollWithin(body: HTMLElement, item: HTMLElement): void {
 }
 
 export const rendererFactory: IRenderMime.IRendererFactory = {
-  // Inline SVG: render only trusted outputs (like JupyterLab's own SVG renderer).
-  safe: false,
+  // Safe: the only markup is the graph's SVG, inserted through sanitizeSvg (DOMPurify).
+  safe: true,
   mimeTypes: [MIME_TYPE],
   createRenderer: options => new CrosswalkWidget(options)
 };

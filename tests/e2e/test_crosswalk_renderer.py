@@ -151,3 +151,78 @@ def test_wasm_graphviz_fallback_when_svg_is_null(lab):
         "data-layer-id", "layer0"
     )
     lab.screenshot("crosswalk-wasm.png", view)
+
+
+def long_bundle() -> dict:
+    """The demo bundle with a long MLIR line, long layer names and a wide graph."""
+    bundle = make_bundle(None)
+    long_line = "  %3 = tensorrt.element_wise <kSUM>(" + ", ".join(f"%arg{i}" for i in range(40)) + ")"
+    bundle["mlir"].insert(4, {"line": 5, "text": long_line, "op": None})
+    for i, row in enumerate(bundle["mlir"]):
+        row["line"] = i + 1
+    bundle["layers"][0]["name"] = "fusion.add_relu_" + "x" * 90
+    bundle["layers"][0]["kernel"] = "loop_fusion_kernel_with_a_very_long_name_" * 3
+    wide = "".join(f'"w{i}" [id="op-w{i}", label="{"w" * 12}{i}"]; "w{i}" -> "t5";' for i in range(14))
+    bundle["dot"] = DOT.replace('"a" -> "t5";', '"a" -> "t5"; ' + wide)
+    return bundle
+
+
+CLIPPED_JS = """(pane) => {
+  // text is clipped when a box cuts its content off with no way to scroll or wrap to it
+  const body = pane.querySelector('.tripy-pane-body');
+  const cells = [...pane.querySelectorAll('.tripy-code, td')];
+  const cut = cells.filter(c => c.scrollWidth > c.clientWidth + 1 && getComputedStyle(c).overflowX === 'hidden');
+  return {cut: cut.length, bodyScroll: body.scrollWidth - body.clientWidth, overflow: getComputedStyle(body).overflow};
+}"""
+
+
+def test_panes_resize_stack_zoom_and_show_all_text(lab):
+    bundle = long_bundle()
+    view = render(lab, "crosswalk_layout.ipynb", bundle)
+    graph, mlir, layers = (view.locator(f'[data-tripy-pane="{p}"]') for p in ("graph", "mlir", "layers"))
+    expect(graph.locator("g.node[data-op-id]")).to_have_count(3, timeout=30_000)
+
+    # MLIR wraps by default: the long line is fully visible without sideways scrolling, nothing cut
+    long_row = mlir.locator(".tripy-mlir-line").nth(4)
+    assert long_row.bounding_box()["height"] > 2 * mlir.locator(".tripy-mlir-line").first.bounding_box()["height"]
+    state = mlir.evaluate(CLIPPED_JS)
+    assert state["cut"] == 0 and state["bodyScroll"] <= 1, state
+    assert layers.evaluate(CLIPPED_JS)["cut"] == 0
+    mlir.get_by_role("button", name="wrap").click()  # unwrapped: one line, reachable by scrolling
+    assert mlir.evaluate(CLIPPED_JS)["bodyScroll"] > 50
+    mlir.get_by_role("button", name="wrap").click()
+
+    # zoom: readable by default (1:1, or the pane's width but not below 60%); + / Fit / 1:1 resize it
+    svg = graph.locator("svg")
+    z0 = float(graph.get_attribute("data-tripy-zoom"))
+    assert 0.6 <= z0 <= 1.0
+    w0 = svg.bounding_box()["width"]
+    graph.get_by_role("button", name="+").click()
+    assert svg.bounding_box()["width"] > 1.2 * w0
+    graph.get_by_role("button", name="1:1").click()
+    expect(graph).to_have_attribute("data-tripy-zoom", "1.000")
+    graph.get_by_role("button", name="Fit").click()
+    body = graph.locator(".tripy-pane-body").bounding_box()
+    box = svg.bounding_box()
+    assert box["width"] <= body["width"] and box["height"] <= body["height"] + 1
+    lab.screenshot("crosswalk-layout-wide.png", view)
+
+    # drag the splitter between MLIR and layers: MLIR gets wider by about the drag
+    bar = view.locator(".tripy-splitter").nth(1)
+    before = mlir.bounding_box()["width"]
+    b = bar.bounding_box()
+    lab.page.mouse.move(b["x"] + b["width"] / 2, b["y"] + 20)
+    lab.page.mouse.down()
+    lab.page.mouse.move(b["x"] + 120, b["y"] + 20, steps=5)
+    lab.page.mouse.up()
+    assert mlir.bounding_box()["width"] == pytest.approx(before + 120 - b["width"] / 2, abs=12)
+
+    # narrow output: the panes stack, each as wide as the output
+    lab.page.set_viewport_size({"width": 700, "height": 900})
+    lab.page.wait_for_timeout(300)
+    g, m, ly = (p.bounding_box() for p in (graph, mlir, layers))
+    assert g["y"] + g["height"] <= m["y"] and m["y"] + m["height"] <= ly["y"]
+    out = view.bounding_box()
+    for pane in (g, m, ly):
+        assert abs(pane["width"] - out["width"]) < 4 and pane["x"] >= out["x"] - 1
+    lab.screenshot("crosswalk-layout-narrow.png", view)

@@ -1,11 +1,13 @@
 """Global settings (``tp.config``). Module attributes, like nvtripy's ``nvtripy.config``."""
 
 import os
-import tempfile
 
-# TensorRT timing cache; the xla engine keeps its persistent compilation cache next to it.
-timing_cache_file_path: str = os.path.join(tempfile.gettempdir(), "tripy-cache")
-# Directory for the xla engine's persistent compilation cache (None: "<timing cache>-xla").
+from tripy_lab.core.cache import default_dir
+
+# The engine's timing cache file (TensorRT: its timing cache; xla: the index of its compiled entries and
+# GPU autotuning results). Its folder must be private (core/cache.py): created 0700, refused if not yours.
+timing_cache_file_path: str = os.path.join(default_dir(), "timing-cache")
+# Private folder for the xla engine's compiled executables (None: "<XDG cache>/tripy-lab/xla").
 compilation_cache_dir: str | None = None
 # Check dtype contracts of ops.
 enable_input_validation: bool = True
@@ -21,6 +23,6 @@ elide_constants_above: int = 32
 
 
 def xla_cache_dir() -> str:
-    return compilation_cache_dir or (timing_cache_file_path.rstrip("/") + "-xla")
+    return compilation_cache_dir or os.path.join(default_dir(), "xla")
 # Constants with more elements than this are held as dense_resource blobs, not inline in the IR.
 inline_constant_limit: int = 1024

@@ -22,8 +22,8 @@ returns host numpy arrays on every provider (no IOBinding of device buffers yet)
 
 The layer table comes from the session's optimized model (``optimized_model_filepath``): one row per node
 after onnxruntime's fusions; a fused node names every MLIR op (hence trace op and user line) whose tensors
-lie between its inputs and outputs. ``layer_times()`` runs a second, profiling session and returns
-onnxruntime's per-node kernel times joined to those rows.
+lie between its inputs and outputs. ``profile()`` (the lab's timing runs) and ``layer_times()`` run a
+second, profiling session and join onnxruntime's per-node kernel times to those rows (``onnx_profile``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
 
 OPT_LEVELS = {0: "ORT_DISABLE_ALL", 1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 3: "ORT_ENABLE_ALL",
               4: "ORT_ENABLE_ALL", 5: "ORT_ENABLE_ALL"}
@@ -100,7 +100,6 @@ class OnnxRuntimeCompiled(CompiledEngine):
         t2 = time.perf_counter()
         self._optimized = None
         self._layers: list[LayerRecord] | None = None
-        self._profiler = None
         main = program.main()
         self._elems = [elem_of(a.type) for a in main.body.block.args]
         # bf16/f8/f4/int4 inputs travel as f32/int8 (exact; with_carrier_types), outputs come back that way
@@ -238,43 +237,108 @@ class OnnxRuntimeCompiled(CompiledEngine):
                                        kernel=provider, mlir_ops=tuple(ops)))
         return records
 
-    def layer_times(self, args: Sequence[Any] | None = None, iters: int = 10) -> list[dict]:
-        """Per-layer kernel times from onnxruntime's profiler, one dict per layer of ``layers``.
+    # ------------------------------------------------------------------------------------ timing
+    def _profiled_runs(self, args: Sequence[Any] | None, calls: int, warmup: int = 1, between=None,
+                       block: int = 1):
+        """``calls`` runs of a profiling session (same options as the engine's session, hence the same
+        optimized node names) on ``args`` (default: random data at the opt shapes), after ``warmup`` runs
+        that are not counted (a fresh session allocates on its first run); ``between(feed, n)`` is called
+        before each ``block`` of counted runs, with that block's size. -> (``TraceRuns``, build seconds)."""
+        from tripy_lab.engine.onnx_profile import trace_runs
 
-        Runs a second (profiling) session ``iters`` times on ``args`` (arrays in argument order; default:
-        random data at the profile's opt shapes). Keys: ``name``, ``kind``, ``source_ops``, ``source_lines``,
-        ``calls``, ``total_ms``, ``mean_ms``, ``provider``; sorted by ``total_ms``, largest first. The
-        profiling session is not the engine's session (``sessions_built`` does not count it).
-        """
         args = list(args) if args is not None else self.opt_inputs()
-        prefix = os.path.join(self._tmp.name, "profile")
-        sess = self._session(profile_prefix=prefix)  # same options, hence the same optimized node names
+        t0 = time.perf_counter()
+        sess = self._session(profile_prefix=os.path.join(self._tmp.name, "profile"))
+        build_s = time.perf_counter() - t0
         feed = self._feed(args)
-        sess.run(None, feed)  # warm-up: kernels that allocate on first use
-        for _ in range(iters):
-            sess.run(None, feed)
-        path = sess.end_profiling()
+        try:
+            for k in range(warmup + calls):
+                if between is not None and k >= warmup and (k - warmup) % block == 0:
+                    between(feed, min(block, warmup + calls - k))
+                sess.run(None, feed)
+        except Exception as exc:
+            raise self._error("run failed", exc) from exc
+        finally:
+            path = sess.end_profiling()
         with open(path) as f:
             events = json.load(f)
         os.remove(path)
-        totals: dict[str, list] = {}
-        for ev in events:
-            name = ev.get("name", "")
-            if ev.get("cat") != "Node" or not name.endswith("_kernel_time"):
-                continue
-            entry = totals.setdefault(name.removesuffix("_kernel_time"), [0, 0.0, ev.get("args", {})])
-            entry[0] += 1
-            entry[1] += ev.get("dur", 0) / 1e3
+        trace = trace_runs(events)
+        trace.runs = trace.runs[warmup:]
+        return trace, build_s
+
+    def layer_times(self, args: Sequence[Any] | None = None, iters: int = 10) -> list[dict]:
+        """Per-layer kernel times from onnxruntime's profiler, one dict per layer that ran.
+
+        Runs a second (profiling) session ``iters`` times on ``args`` (arrays in argument order; default:
+        random data at the profile's opt shapes), after one uncounted warm-up run. Keys: ``name``, ``kind``,
+        ``source_ops``, ``source_lines``, ``calls``, ``total_ms``, ``mean_ms``, ``provider``; sorted by
+        ``total_ms``, largest first. The profiling session is not the engine's session (``sessions_built``
+        does not count it). ``profile()`` gives the same measurement as an ``EngineProfile``.
+        """
+        trace, _ = self._profiled_runs(args, iters)
         by_name = {layer.name: layer for layer in self.layers}
         rows = []
-        for name, (calls, total, evargs) in totals.items():
+        for name, info in trace.node_info.items():
+            calls = sum(r.node_calls.get(name, 0) for r in trace.runs)
+            total = sum(r.node_s.get(name, 0.0) for r in trace.runs) * 1e3
             layer = by_name.get(name)
-            rows.append({"name": name, "kind": layer.kind if layer else evargs.get("op_name", ""),
+            rows.append({"name": name, "kind": layer.kind if layer else info["op_name"],
                          "source_ops": list(layer.source_ops) if layer else [],
                          "source_lines": list(layer.source_lines) if layer else [],
                          "calls": calls, "total_ms": total, "mean_ms": total / max(calls, 1),
-                         "provider": evargs.get("provider", "")})
+                         "provider": info["provider"]})
         return sorted(rows, key=lambda r: -r["total_ms"])
+
+    def profile(self, args: Sequence[Any], calls: int = 10) -> EngineProfile:
+        """Compute time per call: wall time of the engine's own ``InferenceSession.run`` (inputs converted
+        once); time per layer: onnxruntime's profiler in a profiling session (see ``onnx_profile``).
+
+        Like trtexec's ``--dumpProfile``, the layer times come from separate, profiled runs (in blocks
+        alternating with the timed runs of the engine's session): the profiler adds its bookkeeping (a few microseconds
+        per node) to each node's time and slows the run, so the profiled runs' time is not used as the
+        compute time (it exceeded the latency of unprofiled calls).
+        """
+        from tripy_lab.engine.onnx_profile import median_node_s
+
+        compute: list[float] = []
+
+        def timed_runs(feed, n: int):
+            for _ in range(n):
+                start = time.perf_counter()
+                self.session.run(None, feed)
+                compute.append(time.perf_counter() - start)
+
+        # blocks of timed runs alternate with blocks of profiled runs: a busy host slows both alike, and
+        # only a block's first run pays for the switch between the sessions (~10% when alternating each run)
+        trace, build_s = self._profiled_runs(args, calls, between=timed_runs, block=max(1, -(-calls // 4)))
+        node_s = median_node_s(trace.runs)
+        layers = list(self.layers)
+        known = {ly.name for ly in layers}
+        for name in node_s:
+            if name not in known:  # a node the optimized model does not list: keep its time visible
+                info = trace.node_info[name]
+                layers.append(LayerRecord(name=name, kind=info["op_name"] or "unlisted", source_ops=(),
+                                          source_lines=(), output_shapes=(), output_dtypes=(),
+                                          kernel=info["provider"]))
+        where = self.report.device
+        method = (f"{'CPU' if where == 'cpu' else where}: wall time of the engine's InferenceSession.run per "
+                  "call (inputs converted once); per layer: onnxruntime profiler's node kernel times "
+                  "(a profiling session with the engine's options, in blocks alternating with the timed runs)")
+        median = float(np.median(compute)) if compute else 0.0
+        layer_sum = sum(node_s.values())
+        span = float(np.median([r.span_s for r in trace.runs])) if trace.runs else 0.0
+        notes = [f"profiling session built in {build_s:.3f}s (not the engine's session); its runs' node events "
+                 f"span {span * 1e3:.4g} ms per run, the profiler's bookkeeping included"]
+        if median > 0:
+            notes.append(f"layers sum to {layer_sum / median:.0%} of the median compute time")
+        if median > 0 and layer_sum > 1.15 * median and node_s:
+            notes.append(f"the profiler's bookkeeping adds about {(layer_sum - median) / len(node_s) * 1e6:.2g} µs "
+                         "to each node's time, so small nodes read high (time them at larger shapes)")
+        if where != "cpu":
+            notes.append("on this provider a node's time is the host time of its kernel launches, not device time; "
+                         "the compute time includes the inputs' and outputs' copies between host and device")
+        return EngineProfile(compute, {ly.name: node_s.get(ly.name, 0.0) for ly in layers}, layers, method, notes)
 
     def opt_inputs(self, seed: int = 0) -> list[np.ndarray]:
         """Random arrays at the profile's opt shapes (DimensionInputInfo: its opt value), in argument order."""

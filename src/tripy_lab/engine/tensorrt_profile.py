@@ -255,17 +255,21 @@ def attach_timing_cache(config, path: str | None):
     state = TimingCacheState(path)
     if not path:
         return None, state
-    data = b""
-    if os.path.isfile(path):
-        with open(path, "rb") as f:
-            data = f.read()
+    from tripy_lab.core.cache import private_dir, read_private_file
+
+    private_dir(os.path.dirname(os.path.abspath(path)), "timing_cache_file_path")  # yours, 0700 if new
+    data, why = read_private_file(path)  # no symlinks, owned by you, not writable by others
+    if data is None and why != "no entry":
+        state.error = f"{path} was not loaded ({why}); started an empty cache"
+    data = data or b""
     cache = config.create_timing_cache(data)
     ok = cache is not None and config.set_timing_cache(cache, False) is not False
     if data and ok:
         state.status, state.bytes_loaded = "loaded", len(data)
         return cache, state
-    if data:  # TensorRT rejected the file (other TensorRT version or GPU): start over
-        state.status, state.error = "rejected", f"{path} did not match this TensorRT/GPU; started an empty cache"
+    if data or state.error:  # TensorRT rejected the file (other TensorRT version or GPU), or we did: start over
+        state.status = "rejected"
+        state.error = state.error or f"{path} did not match this TensorRT/GPU; started an empty cache"
         cache = config.create_timing_cache(b"")
         config.set_timing_cache(cache, False)
         return cache, state

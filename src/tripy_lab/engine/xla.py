@@ -49,16 +49,16 @@ dropped with a note in ``report.notes``.
 
 Persistent compilation cache
 ----------------------------
-With ``BuildOptions.compilation_cache_dir`` set (the pipeline passes ``tp.config.xla_cache_dir()``)
-jax's persistent cache is pointed there with ``jax_persistent_cache_min_compile_time_secs=0`` and
-``jax_persistent_cache_min_entry_size_bytes=0``, so every executable is written; a build in a new
-process finds it. Hits and misses come from jax's monitoring events
-(``/jax/compilation_cache/cache_hits`` / ``cache_misses``) and are recorded per built signature in
-``report.cache``. Compiles run with ``jax_traceback_in_locations_limit=0`` (locations hold only the
-named scopes, so they do not depend on the caller's stack) and with
-``jax_compilation_cache_include_metadata_in_key=True``, so a cached executable always carries the
-op names of the program that asked for it. These settings are process-wide jax config (the cache dir
-is shared by every jax user in the process).
+With ``BuildOptions.compilation_cache_dir`` set (the pipeline passes ``tp.config.xla_cache_dir()``, a
+private per-user folder) every executable is serialized into tripy-lab's own store (``xla_cache``):
+the entry's key is bound to the program (MLIR text, lowered StableHLO with locations, signature, XLA
+options, device, versions) and its payload is digest-checked on read, so a swapped, truncated or
+corrupt entry is a miss with its reason in ``report.cache["persistent_rejected"]`` and is replaced.
+jax's own persistent cache is switched off around these compiles. ``BuildOptions.timing_cache_path``
+(``tp.config.timing_cache_file_path``) receives the index of the entries (and GPU autotuning results).
+Hits and misses are recorded per built signature in ``report.cache``. Compiles run with
+``jax_traceback_in_locations_limit=0`` (locations hold only the named scopes, so they do not depend on
+the caller's stack), so the key and a cached executable's op names are those of the program itself.
 """
 
 from __future__ import annotations
@@ -67,7 +67,6 @@ import importlib.util
 import inspect
 import os
 import re
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -90,6 +89,7 @@ from tripy_lab.engine.base import (
     call_point,
     profile_point,
 )
+from tripy_lab.engine.xla_cache import XlaStore
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
@@ -106,35 +106,6 @@ OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
 # ops on it are traced and run by XLA instead of being folded in numpy while tracing. Eager evaluation of
 # constants then exercises the jax translations (tests/frontend runs the xla engine both ways).
 FOLD_CONSTANTS = True
-
-_CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits", "/jax/compilation_cache/cache_misses": "misses"}
-_EVENT_COUNTS = {"hits": 0, "misses": 0}
-_THREAD_COUNTS = threading.local()  # per compiling thread, so concurrent builds attribute their own hits
-_LISTENING = False
-
-
-def _thread_counts() -> dict[str, int]:
-    counts = getattr(_THREAD_COUNTS, "counts", None)
-    if counts is None:
-        counts = _THREAD_COUNTS.counts = {"hits": 0, "misses": 0}
-    return counts
-
-
-def _listen() -> None:
-    global _LISTENING
-    if _LISTENING:
-        return
-    import jax
-
-    def on_event(event: str, **kwargs) -> None:
-        key = _CACHE_EVENTS.get(event)
-        if key:
-            _EVENT_COUNTS[key] += 1
-            _thread_counts()[key] += 1
-
-    jax.monitoring.register_event_listener(on_event)
-    _LISTENING = True
-
 
 def scope_name(trace_name: str | None, index: int) -> str:
     """The jax named scope of MLIR op ``index``: ``%t5`` -> ``t5__op3`` (``xla_layers`` reads it back)."""
@@ -158,27 +129,12 @@ def loc_name(op) -> str:
     return find(getattr(op, "location", None))
 
 
-def _configure_persistent_cache(path: str) -> None:
-    import jax
-    from jax._src import compilation_cache as cc
-
-    os.makedirs(path, exist_ok=True)
-    if jax.config.jax_compilation_cache_dir != path:
-        jax.config.update("jax_compilation_cache_dir", path)
-        try:
-            if cc.is_initialized():
-                cc.reset_cache()  # the cache object is bound to the old dir
-        except Exception:  # private API; a failed reset only means the old dir keeps being used
-            pass
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-
-
 def _compile_contexts(x64: bool) -> ExitStack:
     from jax._src import config as jc
 
     stack = ExitStack()
-    for name, value in (("traceback_in_locations_limit", 0), ("compilation_cache_include_metadata_in_key", True)):
+    # jax's persistent cache is off: our store (xla_cache) binds entries to their program
+    for name, value in (("traceback_in_locations_limit", 0), ("enable_compilation_cache", False)):
         state = getattr(jc, name, None)
         if state is not None:
             stack.enter_context(state(value))
@@ -231,6 +187,7 @@ class _Built:
     _layers: list[LayerRecord] | None = None
     _hlo: str | None = None
     notes: list[str] = field(default_factory=list)
+    rejected: str = ""  # why a persistent cache entry was not used (swapped, truncated, ...)
 
     @property
     def hlo(self) -> str:
@@ -286,12 +243,12 @@ class XlaCompiled(CompiledEngine):
             why = "" if FOLD_CONSTANTS else " (FOLD_CONSTANTS is off: every constant no shape needs)"
             self.report.notes.append(f"{len(self._consts)} large constant(s) passed as device-resident arguments"
                                      + why)
-        _listen()
-        cache_dir = options.compilation_cache_dir
-        if cache_dir:
-            _configure_persistent_cache(cache_dir)
-        self.report.cache.update({"persistent_dir": cache_dir or jax.config.jax_compilation_cache_dir or "off",
-                                  "persistent_hits": 0, "persistent_misses": 0,
+        self._store = None
+        if options.compilation_cache_dir:
+            self._store = XlaStore(options.compilation_cache_dir, options.timing_cache_path)
+            self._program_digest = self._store.program_digest(program)
+        self.report.cache.update({**(self._store.report() if self._store else {"persistent_dir": "off"}),
+                                  "persistent_hits": 0, "persistent_misses": 0, "persistent_rejected": [],
                                   "shapes_built": [], "hits": 0, "misses": 0})
         self._execs: dict[tuple, _Built] = {}  # signature (shapes, dims) -> executable
         self._calls: dict[tuple, Any] = {}  # call key (type, shape, dtype per arg; dim values) -> caller(args)
@@ -614,6 +571,8 @@ class XlaCompiled(CompiledEngine):
             c = self.report.cache
             c["persistent_hits"] += built.persistent == "hit"
             c["persistent_misses"] += built.persistent == "miss"
+            if built.rejected:
+                c["persistent_rejected"].append({"signature": built.label, "reason": built.rejected})
             c["shapes_built"].append(built.label)
             self.report.notes.extend(built.notes)
             self.report.notes.append(f"built {built.label} ({why}): lower {built.lower_s:.3f}s, compile "
@@ -651,12 +610,17 @@ class XlaCompiled(CompiledEngine):
     def _compile(self, shapes, dims, label, fn, avals, options, jitted, lowered, lower_s) -> _Built:
         jax = self._jax
         notes = []
+        store, key, cached, missed = self._store, None, None, ""
+        # the timing cache's GPU autotuning folder, given at compile time only (not part of the key)
+        extra = store.autotune_options(self.device.platform) if store is not None else {}
         while True:
-            before = dict(_thread_counts())
             with _compile_contexts(self._x64):
                 t1 = time.perf_counter()
+                if store is not None and key is None:
+                    key = store.key(self._program_digest, lowered, label, self._xla_options, self._x64, self.device)
+                    cached, missed = store.load(key, lowered, self.device)
                 try:
-                    compiled = lowered.compile()
+                    compiled = cached or (lowered.compile(compiler_options=extra) if extra else lowered.compile())
                 except Exception as exc:  # an option this jaxlib does not know: drop it and retry
                     m = re.search(r"No such compile option: '(\w+)'", str(exc))
                     if m and m.group(1) in options:
@@ -665,14 +629,24 @@ class XlaCompiled(CompiledEngine):
                         jitted = jax.jit(fn, compiler_options=options or None)
                         lowered = jitted.lower(*avals)
                         continue
+                    if extra:  # the autotune hook failed: compile without it
+                        notes.append(f"compiled without the timing cache's autotune folder ({type(exc).__name__})")
+                        extra = {}
+                        continue
                     raise TripyException("XLA failed to compile the program.", [str(exc).splitlines()[0]]) from exc
                 t2 = time.perf_counter()
             break
-        counts = _thread_counts()
-        hits, misses = counts["hits"] - before["hits"], counts["misses"] - before["misses"]
-        persistent = "hit" if hits else ("miss" if misses else "off")
-        return _Built(self._sig(shapes, dims), label, jitted, compiled, lowered, lower_s, t2 - t1,
-                      persistent, notes=notes)
+        persistent, rejected = "off" if store is None else ("hit" if cached is not None else "miss"), ""
+        if persistent == "miss":
+            if missed != "no entry":
+                rejected = missed
+                notes.append(f"persistent cache entry for {label} rejected: {missed}; replaced")
+            if stored := store.save(key, compiled, label):
+                notes.append(f"persistent cache: {stored}")
+        if store is not None:
+            store.record(key, label, hit=cached is not None)
+        return _Built(self._sig(shapes, dims), label, cached or jitted, compiled, lowered, lower_s, t2 - t1,
+                      persistent, notes=notes, rejected=rejected)
 
     def _validate(self, args) -> tuple[list, list, list]:
         """Concrete (shapes, dims, converted data args) of a call; checks dtypes and bounds."""

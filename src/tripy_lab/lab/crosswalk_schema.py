@@ -28,6 +28,8 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from typing import Any
 
+from tripy_lab.trace.graph import dot_quote, dot_text
+
 MIME_TYPE = "application/vnd.tripy-lab.crosswalk+json"
 VERSION = 1
 
@@ -171,11 +173,13 @@ def _svg_op_ids(svg: str) -> set[str] | None:
 
 
 def _check_graph(bundle: dict, op_ids: list[str]) -> list[str]:
-    errors = [f'dot: no node with id="op-{oid}"' for oid in op_ids if f'"op-{oid}"' not in bundle["dot"]]
+    # ids are written by trace.graph.dot_quote, and graphviz draws them as dot_text(X)
+    errors = [f'dot: no node with id="op-{oid}"' for oid in op_ids if dot_quote(f"op-{oid}", "id") not in bundle["dot"]
+              and f'"op-{oid}"' not in bundle["dot"]]
     if bundle["svg"] is not None:
         found = _svg_op_ids(bundle["svg"])
         if found is None:
             errors.append("svg: not well-formed XML")
         else:
-            errors += [f'svg: no <g class="node" id="op-{oid}">' for oid in op_ids if oid not in found]
+            errors += [f'svg: no <g class="node" id="op-{oid}">' for oid in op_ids if dot_text(oid) not in found]
     return errors

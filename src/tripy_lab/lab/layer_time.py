@@ -2,9 +2,10 @@
 
 The engine measures (``CompiledEngine.profile``): the xla engine joins the XLA profiler's kernel (GPU)
 or thunk (CPU) events to its layer table by HLO instruction name; the reference engine times each MLIR
-op. A layer's time goes to its source ops (split evenly when a fused kernel does the work of several),
-and from there to the user lines they were traced at, which is what the shaded source shows, like
-``%%cython -a`` does for C code.
+op; the onnxruntime engine joins its profiler's node events to its layer table by node name. A layer's
+time goes to its source ops (split evenly when a fused kernel does the work of several), and from there
+to the user lines they were traced at, which is what the shaded source shows, like ``%%cython -a`` does
+for C code.
 """
 
 from __future__ import annotations

@@ -214,7 +214,8 @@ class EngineView:
             frame = layer_time.layer_times_frame(prof)
             view.layers = frame
             view.timing_note = (f"last timing run: compute {frame.attrs['compute_ms']:.4g} ms per call (median), "
-                                f"layers sum to {frame.attrs['layers_ms']:.4g} ms; {prof.method}")
+                                f"layers sum to {frame.attrs['layers_ms']:.4g} ms; {prof.method}"
+                                + "".join(f"; {n}" for n in prof.notes))
             view.source_heat = layer_time.source_heat_html(prof, built.lowered.program)
         return view
 

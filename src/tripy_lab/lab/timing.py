@@ -234,7 +234,8 @@ def benchmark(
     What each column measures (inputs are uploaded to the engine's device once, before timing):
 
     * ``compute_ms``: median time of the engine's work per call, measured by the engine (xla: the XLA
-      profiler's device trace, GPU kernels or CPU thunks; reference: the interpreter's wall time) over
+      profiler's device trace, GPU kernels or CPU thunks; reference: the interpreter's wall time;
+      onnxruntime: wall time of its session's run) over
       ``profile_calls`` synchronized calls; ``compute_method`` says how.
     * ``latency_ms`` (and ``latency_p10_ms`` ... ``latency_std_ms``): host wall time of one call followed
       by ``synchronize()``, over ``iters`` calls after ``warmup``.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from tripy_lab.core.errors import raise_error
@@ -99,39 +100,65 @@ class Trace:
         return "\n".join(lines)
 
     def to_dot(self, highlight: str | None = None) -> str:
-        """Graphviz DOT text: inputs, ops (with user line), constants, edges labelled with types."""
-        def q(s: str) -> str:
-            return '"' + s.replace('"', '\\"') + '"'
+        """Graphviz DOT text: inputs, ops (with user line), constants, edges labelled with types.
 
-        def node(name: str) -> str:
-            # Graphviz renames nodes whose name starts with '%'; keep the op id in the node's `id` instead.
-            return q("n_" + name.lstrip("%"))
-
-        lines = ["digraph trace {", "  rankdir=TB;", '  node [fontname="monospace", fontsize=10];']
+        Every id and label goes through :func:`dot_quote`. Nodes are named by position (``"in0"``,
+        ``"op3"``, ``"return0"``) so no user name is a node name; an op's name is in ``id="op-<name>"``.
+        """
+        q = dot_quote
+        node = {id(t): f'"in{i}"' for i, t in enumerate(self.inputs)}
+        node.update({id(t): f'"op{i}"' for i, op in enumerate(self.ops) for t in op.outputs})
+        # Courier, not "monospace": the browser's wasm graphviz (16.1) crashes laying out some long labels
+        # in "monospace" (no metrics for that name); both graphviz builds have Courier's
+        lines = ["digraph trace {", "  rankdir=TB;", '  node [fontname="Courier", fontsize=10];']
         for t in self.inputs:
-            label = f"{t.name}\\n{t.type_str()}"
             style = 'shape=invhouse, style=filled, fillcolor="#dbeafe"'
-            lines.append(f"  {node(t.name)} [id={q('op-' + t.name)}, {style}, label={q(label)}];")
+            label = q(f"{t.name}\n{t.type_str()}")
+            lines.append(f"  {node[id(t)]} [id={q('op-' + t.name, 'id')}, {style}, label={label}];")
         for op in self.ops:
-            where = f"\\n{op.location.short}" if op.location else ""
-            label = f"{op.name} = {op.kind}{where}"
+            where = f"\n{op.location.short}" if op.location else ""
             style = 'shape=box, style="rounded,filled", fillcolor="#f3f4f6"'
             if op.kind == "constant":
                 style = 'shape=note, style=filled, fillcolor="#fef3c7"'
             if op.name == highlight:
                 style += ', color="#dc2626", penwidth=3'
-            ident = q("op-" + op.name)
-            lines.append(f"  {node(op.name)} [id={ident}, {style}, label={q(label)}, tooltip={q(str(op))}];")
-        producer_name = {id(t): op.name for op in self.ops for t in op.outputs}
+            attrs = f"id={q('op-' + op.name, 'id')}, {style}, label={q(f'{op.name} = {op.kind}{where}')}"
+            lines.append(f"  {node[id(op.outputs[0])]} [{attrs}, tooltip={q(str(op), 'tooltip')}];")
+        missing = '"missing"'  # an input that is neither a trace input nor produced (never in a valid Trace)
         for op in self.ops:
             for t in op.inputs:
-                src = producer_name.get(id(t), t.name)
-                lines.append(f"  {node(src)} -> {node(op.name)} [label={q(t.type_str())}, fontsize=8];")
+                edge = f"{node.get(id(t), missing)} -> {node[id(op.outputs[0])]}"
+                lines.append(f"  {edge} [label={q(t.type_str())}, fontsize=8];")
         for i, t in enumerate(self.outputs):
-            out = f"return{i}"
             style = 'shape=house, style=filled, fillcolor="#dcfce7"'
-            lines.append(f"  {q(out)} [{style}, label={q('return ' + t.name)}];")
-            src = node(producer_name.get(id(t), t.name))
-            lines.append(f"  {src} -> {q(out)} [label={q(t.type_str())}, fontsize=8];")
+            lines.append(f'  "return{i}" [{style}, label={q("return " + t.name)}];')
+            lines.append(f'  {node.get(id(t), missing)} -> "return{i}" [label={q(t.type_str())}, fontsize=8];')
         lines.append("}")
         return "\n".join(lines)
+
+
+# C0 controls (but newline) and DEL cannot appear in the SVG (XML 1.0): show their Unicode control pictures.
+_PICTURES = {c: chr(0x2400 + c) for c in range(0x20) if c != 0x0A} | {0x7F: "\u2421"}
+_INVALID = re.compile("[\ud800-\udfff\ufffe\uffff]")  # lone surrogates and non-characters
+
+
+def dot_text(text: str) -> str:
+    """``text`` with the characters no SVG may hold replaced by visible ones (the renderer does the same)."""
+    return _INVALID.sub("\ufffd", str(text).translate(_PICTURES))
+
+
+def dot_quote(text: str, kind: str = "label") -> str:
+    """The one way a string enters DOT: a quoted string that graphviz draws as ``text``.
+
+    ``kind`` is ``"label"``, ``"id"`` or ``"tooltip"``. In DOT's quotes only ``\\"`` is special to the
+    parser, but graphviz then reads ``\\\\`` as ``\\``, ``\\N``/``\\G``/``\\L``... as object names and
+    ``\\n``/``\\l`` as line breaks, and decodes HTML entities: so ``\\`` is doubled, ``"`` escaped and
+    ``&`` written ``&amp;``. Newlines stay raw in labels (a line break); in ids they are ``&#10;``
+    (graphviz keeps entities, and XML reads a raw newline in an attribute as a space). Tooltips
+    substitute ``\\L`` even after a doubled backslash (graphviz 2.43): there ``\\`` is drawn as U+2216.
+    """
+    t = dot_text(text).replace("&", "&amp;")
+    t = t.replace("\\", "\u2216") if kind == "tooltip" else t.replace("\\", "\\\\")
+    if kind == "id":
+        t = t.replace("\n", "&#10;")
+    return '"' + t.replace('"', '\\"') + '"'

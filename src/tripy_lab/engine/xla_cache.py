@@ -1,0 +1,122 @@
+"""The xla engine's persistent executables: our own store, not jax's persistent cache.
+
+jax's cache loads whatever file sits at its key, so swapping two valid entries made each program run the
+other's executable. Here an executable is serialized with ``jax.experimental.serialize_executable`` into
+a ``core.cache.EntryStore`` under a key derived from the tensorrt MLIR text, the lowered StableHLO (with
+its locations, which carry the trace op names the layer table reads), the concrete signature, the XLA
+options, the device and the jax/jaxlib/tripy-lab versions; the entry carries that key and a digest, so a
+swapped, truncated or corrupt entry is a miss with a reason and is rebuilt and replaced. jax's own
+persistent cache is switched off around our compiles (``enable_compilation_cache(False)``).
+
+``tp.config.timing_cache_file_path`` holds a ``core.cache.TimingCacheFile``: the index of the entries
+(label, size, hits) and, on GPUs, XLA's per-fusion autotuning results, so the cache the user names is
+where the reuse is visible.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+import threading
+from typing import Any
+
+from tripy_lab.core.cache import EntryStore, TimingCacheFile, digest
+
+AUTOTUNE_OPTION = "xla_gpu_per_fusion_autotune_cache_dir"
+
+
+class XlaStore:
+    def __init__(self, folder: str, timing_path: str | None):
+        self.entries = EntryStore(folder, "compilation_cache_dir")
+        self.timing = TimingCacheFile.open(timing_path) if timing_path else None
+        self._autotune_dir: str | None = None
+        self._lock = threading.Lock()  # signatures compile concurrently; the index and autotune folder are shared
+
+    @staticmethod
+    def program_digest(program) -> str:
+        """The tensorrt MLIR text (generic print, constants inline or as blob handles) and argument names."""
+        return digest(str(program.module), list(program.arg_names), sorted(program.resources))
+
+    def key(self, program_text_digest: str, lowered, label: str, options: dict, x64: bool, device) -> str:
+        import importlib.metadata
+
+        import jax
+        import jaxlib
+
+        try:
+            ours = importlib.metadata.version("tripy-lab")
+        except importlib.metadata.PackageNotFoundError:
+            ours = "unknown"
+        try:
+            hlo = lowered.as_text(debug_info=True)
+        except TypeError:  # older jax: no debug_info switch
+            hlo = lowered.as_text()
+        return digest("xla", ours, jax.__version__, jaxlib.__version__, device.platform,
+                      device.device_kind, sorted(options.items()), x64, label, program_text_digest, hlo)
+
+    def load(self, key: str, lowered, device) -> tuple[Any, str]:
+        """(compiled, "") on a verified hit, else (None, why it missed)."""
+        payload, why = self.entries.read(key)
+        if payload is None:
+            return None, why
+        from jax.experimental.serialize_executable import deserialize_and_load
+
+        try:
+            return deserialize_and_load(payload, lowered.in_tree, lowered.out_tree,
+                                        execution_devices=[device]), ""
+        except Exception as exc:  # a verified entry jaxlib cannot load (e.g. written by another build of it)
+            return None, f"entry could not be loaded ({type(exc).__name__}); rebuilt"
+
+    def save(self, key: str, compiled, label: str) -> str:
+        """Store ``compiled``; "" or why it was not stored."""
+        try:
+            from jax.experimental.serialize_executable import serialize
+
+            payload = serialize(compiled)[0]
+        except Exception as exc:  # a backend without executable serialization
+            return f"not stored: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        self.entries.write(key, payload, label=label, engine="xla")
+        return ""
+
+    # -- the file at tp.config.timing_cache_file_path ------------------------------------------------
+    def autotune_options(self, platform: str) -> dict:
+        """GPU: an XLA per-fusion autotune folder filled from the timing cache file (empty on CPU)."""
+        if self.timing is None or platform == "cpu":
+            return {}
+        with self._lock:
+            return self._autotune_folder()
+
+    def _autotune_folder(self) -> dict:
+        if self._autotune_dir is None:
+            self._autotune_dir = tempfile.mkdtemp(prefix="tripy-autotune-")
+        for name, blob in self.timing.body["blobs"].get("autotune", {}).items():
+            if os.path.basename(name) == name and not name.startswith("."):
+                with open(os.path.join(self._autotune_dir, name), "wb") as f:
+                    f.write(base64.b64decode(blob))
+        return {AUTOTUNE_OPTION: self._autotune_dir}
+
+    def record(self, key: str, label: str, hit: bool) -> None:
+        if self.timing is None:
+            return
+        with TimingCacheFile.lock:  # the index is shared by every build in the process
+            self._record(key, label, hit)
+
+    def _record(self, key: str, label: str, hit: bool) -> None:
+        path = self.entries.path(key)
+        self.timing.record(key, label=label, entry=path, bytes=os.path.getsize(path) if os.path.exists(path) else 0,
+                           hit=hit)
+        if self._autotune_dir:
+            tuned = self.timing.body["blobs"].setdefault("autotune", {})
+            for name in sorted(os.listdir(self._autotune_dir)):
+                with open(os.path.join(self._autotune_dir, name), "rb") as f:
+                    tuned[name] = base64.b64encode(f.read()).decode()
+        self.timing.save()
+
+    def report(self) -> dict:
+        out: dict[str, Any] = {"persistent_dir": self.entries.folder}
+        if self.timing is not None:
+            out["timing_cache"] = self.timing.path
+            out["timing_cache_status"] = self.timing.status
+            out["timing_cache_entries"] = len(self.timing.body["entries"])
+        return out
