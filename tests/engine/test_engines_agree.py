@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tripy_lab as tp
+from tripy_lab.engine.semantics import is_float
 
 pytest.importorskip("jax")
 
@@ -123,6 +124,10 @@ SPECIAL_PROGRAMS = {
     "cast_low_floats": (lambda x: (tp.cast(x, F16), tp.cast(x, tp.bfloat16), tp.cast(x, tp.float8)),
                         [tp.InputInfo((dyn(1, 8),), F32)]),
     "cast_f16_to_int": (lambda x: (tp.cast(x, I8), tp.cast(x, I32)), [tp.InputInfo((dyn(1, 8),), F16)]),
+    # int4 / float8 casts go through quantize with scale 1 (round half to even, saturate, nan -> 0)
+    "cast_int4_quantize": (lambda x: (tp.cast(x, tp.int4), tp.quantize(x, tp.Tensor(np.float32(0.5)), I8),
+                                      tp.quantize(x, tp.Tensor(np.float32(0.5)), tp.float8)),
+                           [tp.InputInfo((dyn(1, 8),), F32)]),
     "int_division": (lambda a, b: (a // b, a / b, a % b), [ints(), ints()]),
     # (no float %: a - floor(a / b) * b cancels, and XLA may fuse it into an FMA; docs/SEMANTICS.md)
     "float_division": (lambda a, b: (a / b, a // b), [tp.InputInfo((dyn(1, 8),), F32)] * 2),
@@ -133,9 +138,9 @@ SPECIAL_PROGRAMS = {
 
 
 @functools.cache
-def special_executables(name):
+def special_executables(name, engine):
     func, args = SPECIAL_PROGRAMS[name]
-    return tuple(tp.compile(func, args=args, engine=e) for e in ("reference", "xla"))
+    return tuple(tp.compile(func, args=args, engine=e) for e in ("reference", engine))
 
 
 def draw_special_args(data, infos):
@@ -157,17 +162,20 @@ def draw_special_args(data, infos):
 
 def flush(values: np.ndarray, dt) -> np.ndarray:
     """Subnormal values of ``dt`` as (signed) zero: what XLA's FTZ arithmetic gives."""
-    if np.dtype(dt) == np.bool_ or np.dtype(dt).kind in "iu":
+    if not is_float(dt):  # bool, ints (int4 too)
         return values
     tiny = float(ml_dtypes.finfo(dt).tiny)
     return np.where(np.abs(values) < tiny, np.copysign(0.0, values), values)
 
 
+@pytest.mark.parametrize("engine", ["xla", "onnxruntime"])
 @pytest.mark.parametrize("name", sorted(SPECIAL_PROGRAMS))
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_engines_agree_on_special_values(name, data):
-    ref, xla = special_executables(name)
+def test_engines_agree_on_special_values(name, engine, data):
+    if engine == "onnxruntime":
+        pytest.importorskip("onnxruntime")
+    ref, xla = special_executables(name, engine)
     args = draw_special_args(data, SPECIAL_PROGRAMS[name][1])
     outs_ref, outs_xla = ref(*args), xla(*args)
     outs_ref = outs_ref if isinstance(outs_ref, tuple) else (outs_ref,)
@@ -184,20 +192,23 @@ def test_engines_agree_on_special_values(name, data):
             assert np.array_equal(np.where(np.isnan(rf), 0, rf), np.where(np.isnan(xf), 0, xf)), (args, r, x)
 
 
-@pytest.mark.parametrize("engine", ["reference", "xla"])
+@pytest.mark.parametrize("engine", ["reference", "xla", "onnxruntime"])
 def test_documented_rules(engine):
     """The rules of docs/SEMANTICS.md, spelled out."""
+    if engine == "onnxruntime":
+        pytest.importorskip("onnxruntime")
     x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 300.0, -0.0], np.float32)
     cast = tp.compile(lambda v: (tp.cast(v, I32), tp.cast(v, I8)), args=[tp.InputInfo((9,), F32)], engine=engine)
     i32, i8 = (np.asarray(o) for o in cast(x))
     np.testing.assert_array_equal(i32, [0, 2**31 - 1, -(2**31), 2**31 - 1, -(2**31), 2, -2, 300, 0])
     np.testing.assert_array_equal(i8, [0, 127, -128, 127, -128, 2, -2, 127, 0])
-    div = tp.compile(lambda a, b: (a // b, a / b, a % b), args=[tp.InputInfo((4,), I32)] * 2, engine=engine)
-    a, b = np.array([7, -7, 0, -(2**31)], np.int32), np.array([0, 0, 0, -1], np.int32)
+    div = tp.compile(lambda a, b: (a // b, a / b, a % b), args=[tp.InputInfo((7,), I32)] * 2, engine=engine)
+    a = np.array([7, -7, 0, -(2**31), 1, -1, -7], np.int32)
+    b = np.array([0, 0, 0, -1, -(2**31), -(2**31), 2], np.int32)
     floor_q, trunc_q, rem = (np.asarray(o) for o in div(a, b))
-    np.testing.assert_array_equal(floor_q, [0, 0, 0, -(2**31)])
-    np.testing.assert_array_equal(trunc_q, [0, 0, 0, -(2**31)])
-    np.testing.assert_array_equal(rem, [7, -7, 0, 0])
+    np.testing.assert_array_equal(floor_q, [0, 0, 0, -(2**31), -1, 0, -4])
+    np.testing.assert_array_equal(trunc_q, [0, 0, 0, -(2**31), 0, 0, -3])
+    np.testing.assert_array_equal(rem, [7, -7, 0, 0, 1 - 2**31, -1, 1])  # the sign follows b, as Python's %
 
 
 def test_subnormals_flush_on_xla():

@@ -28,6 +28,58 @@ def test_tensor_from_numpy_and_dlpack_roundtrip():
     assert str(t.device) == "cpu:0"
 
 
+def test_float64_data_follows_nvtripy():
+    """nvtripy has no float64: a float64 array raises there (no tripy dtype for it), so it raises here instead
+    of being narrowed to float32, where 1e300 became inf. Python floats become float32 as in nvtripy; one that
+    float32 cannot hold is an error naming the value and the dtype, never inf."""
+    for data in (np.array([1e300]), np.array([1.0, 2.5]), np.zeros((2, 2))):
+        with pytest.raises(tp.TripyException, match="Unsupported data type: 'float64'") as err:
+            tp.Tensor(data)
+        assert "astype(np.float32)" in str(err.value)
+        assert err.value.location.file == __file__
+    converted = tp.Tensor(np.array([1.0, 2.5]).astype(np.float32))  # the way nvtripy takes it: convert on purpose
+    assert converted.dtype is tp.float32 and converted.tolist() == [1.0, 2.5]
+    t = tp.Tensor([0.1, 2.5, 3.4e38, float("inf"), -float("inf"), float("nan"), 1e-50])
+    assert t.dtype is tp.float32
+    np.testing.assert_array_equal(np.asarray(t), np.array([0.1, 2.5, 3.4e38, np.inf, -np.inf, np.nan, 0.0],
+                                                          np.float32))  # infs and nans in the data stay
+    for data, value in ((1e300, "1e+300"), ([1.0, -1e39], "-1e+39"), ([[2.0], [10**39]], str(10**39)),
+                        ([0.5, 10**400], "10000000000000000000... (401 digits)")):
+        with pytest.raises(tp.TripyException) as err:
+            tp.Tensor(data)
+        assert err.value.summary == f"Value {value} is not representable in float32: it would become inf."
+        assert "3.402823e+38" in str(err.value)
+        assert err.value.location.file == __file__
+
+
+def test_python_ints_beyond_int64_raise():
+    assert tp.Tensor([1, 2**40]).dtype is tp.int64 and tp.Tensor([1, 2**40]).tolist() == [1, 2**40]
+    assert tp.Tensor([-(2**63), 2**63 - 1]).tolist() == [-(2**63), 2**63 - 1]
+    for data, value in (([2**63], 2**63), ([1, -(2**63) - 1], -(2**63) - 1), (2**70, 2**70)):
+        with pytest.raises(tp.TripyException) as err:
+            tp.Tensor(data)
+        assert err.value.summary == f"Value {value} does not fit in int64."
+        assert err.value.location.file == __file__
+
+
+def test_python_number_operands_never_overflow_silently():
+    """A Python number next to a tensor becomes that tensor's dtype: an int that does not fit or a finite float
+    beyond float32 is a TripyException (it was a raw OverflowError / inf); narrower floats overflow like a cast."""
+    i8, f32 = tp.ones((2,), dtype=tp.int8), tp.ones((2,))
+    for make, summary in ((lambda: i8 + 300, "Value 300 does not fit in int8."),
+                          (lambda: tp.ones((2,), dtype=tp.int32) * 2**40, f"Value {2**40} does not fit in int32."),
+                          (lambda: f32 * 1e300, "Value 1e+300 is not representable in float32: it would become inf."),
+                          (lambda: tp.full((2,), -1e39), "Value -1e+39 is not representable in float32: it would "
+                                                          "become inf.")):
+        with pytest.raises(tp.TripyException) as err:
+            make()
+        assert err.value.summary == summary
+        assert err.value.location.file == __file__
+    assert (i8 + 100).tolist() == [101, 101] and (f32 * -3.4e38).tolist() == [np.float32(-3.4e38)] * 2
+    assert (f32 * float("-inf")).tolist() == [-np.inf, -np.inf]
+    assert np.isinf(np.asarray(tp.ones((2,), dtype=tp.float16) * 1e6)).all()  # f16 overflow: inf, as a cast
+
+
 def test_repr_shows_values():
     assert repr(tp.Tensor([1, 2, 3])) == "tensor([1, 2, 3], dtype=int32, loc=cpu:0, shape=(3,))"
     assert "dtype=float32" in repr(tp.ones((2, 2)))

@@ -69,7 +69,8 @@ _FROM_NUMPY: dict[np.dtype, dtype] = {}
 
 
 def from_numpy(npdt) -> dtype:
-    """Map a numpy (or ml_dtypes) dtype to a tripy dtype; widen float64 -> float32 like tripy does for data."""
+    """Map a numpy (or ml_dtypes) dtype to a tripy dtype; types tripy lacks map to the nearest one (float64 ->
+    float32). ``tp.Tensor`` refuses float64 data before it gets here, as nvtripy does (frontend/tensor.py)."""
     cached = _FROM_NUMPY.get(npdt)
     if cached is None:
         cached = _FROM_NUMPY[npdt] = _from_numpy(npdt)

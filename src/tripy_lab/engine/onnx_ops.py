@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 
 LOW_FLOATS = {"f16", "bf16", "f8E4M3FN", "f4E2M1FN"}
@@ -72,13 +73,7 @@ def _element_wise(op, ctx):
 
 def _element_wise_named(ctx, kind: str, a: str, b: str, elem: str) -> str:
     if kind in ("kDIV", "kFLOOR_DIV") and elem in INTS:
-        # integer division: a zero divisor gives 0 (C++ would trap); Div truncates, Mod(fmod=0) floors
-        zero = _scalar(ctx, 0, elem)
-        is_zero = ctx.node("Equal", [b, zero])
-        safe = ctx.node("Where", [is_zero, _scalar(ctx, 1, elem), b])
-        q = (ctx.node("Div", [a, safe]) if kind == "kDIV"
-             else ctx.node("Div", [ctx.node("Sub", [a, ctx.node("Mod", [a, safe])]), safe]))
-        return ctx.node("Where", [is_zero, zero, q])
+        return _int_divide(ctx, kind, a, b, elem)
     if kind == "kDIV":
         return ctx.node("Div", [a, b])
     if kind == "kFLOOR_DIV":
@@ -86,6 +81,28 @@ def _element_wise_named(ctx, kind: str, a: str, b: str, elem: str) -> str:
     if kind not in _EW:
         raise ctx.error(f"unknown element-wise operation {kind!r}")
     return ctx.node(_EW[kind], [a, b])
+
+
+def _int_divide(ctx, kind: str, a: str, b: str, elem: str) -> str:
+    """docs/SEMANTICS.md (``semantics.int_divide``): kDIV truncates, kFLOOR_DIV floors, a zero divisor gives 0
+    and ``INT_MIN / -1`` wraps to ``INT_MIN``. ONNX Div on ints truncates; the divisor it sees is never 0 or -1
+    (both trap in C++), a quotient by -1 is ``0 - a`` (which wraps), and floor steps the truncated quotient
+    down where the remainder's sign differs from the divisor's (no ``a - a % b``, which overflows)."""
+    zero, one = _scalar(ctx, 0, elem), _scalar(ctx, 1, elem)
+    is_zero = ctx.node("Equal", [b, zero])
+    signed = not elem.startswith("ui")
+    is_neg1 = ctx.node("Equal", [b, _scalar(ctx, -1, elem)]) if signed else None
+    unsafe = ctx.node("Or", [is_zero, is_neg1]) if signed else is_zero
+    safe = ctx.node("Where", [unsafe, one, b])
+    q = ctx.node("Div", [a, safe])
+    if kind == "kFLOOR_DIV" and signed:
+        r = ctx.node("Sub", [a, ctx.node("Mul", [q, safe])])
+        differs = ctx.node("Xor", [ctx.node("Less", [r, zero]), ctx.node("Less", [safe, zero])])
+        step = ctx.node("And", [ctx.node("Not", [ctx.node("Equal", [r, zero])]), differs])
+        q = ctx.node("Where", [step, ctx.node("Sub", [q, one]), q])
+    if signed:
+        q = ctx.node("Where", [is_neg1, ctx.node("Sub", [zero, a]), q])
+    return ctx.node("Where", [is_zero, zero, q])
 
 
 _UNARY = {"kEXP": "Exp", "kLOG": "Log", "kSQRT": "Sqrt", "kRECIP": "Reciprocal", "kABS": "Abs", "kNEG": "Neg",
@@ -386,9 +403,27 @@ def _convert(op, ctx):
     x, elem, out = ctx.operand("input"), ctx.elem(op.input), ctx.result_elem()
     if elem == out:
         return [ctx.node("Identity", [x])]
-    if elem in LOW_FLOATS and out in INTS:  # float -> int truncates; via f32 (no direct kernels)
-        x = ctx.cast(x, "f32")
+    if elem not in INTS and elem != "i1" and out in INTS:
+        return [_float_to_int(ctx, x, elem, out)]
     return [ctx.cast(x, out)]
+
+
+def _float_to_int(ctx, x: str, elem: str, out: str) -> str:
+    """docs/SEMANTICS.md (``semantics.float_to_int``): truncate toward zero, saturate at the target's min / max
+    (+-inf too), nan -> 0. ONNX Cast leaves nan and out-of-range values undefined, so only in-range values
+    reach it. Compares run in f64 for f64 input, else in f32 (exact for every narrower float); the target's
+    min and max + 1 are powers of two, so both bounds are exact there."""
+    from tripy_lab.mlir.attrs import NUMPY_DTYPES
+
+    wide = "f64" if elem == "f64" else "f32"
+    x = x if elem == wide else ctx.cast(x, wide)
+    info = ml_dtypes.iinfo(NUMPY_DTYPES[out])
+    hi = ctx.node("GreaterOrEqual", [x, _scalar(ctx, float(info.max) + 1, wide)])
+    lo = ctx.node("Less", [x, _scalar(ctx, float(info.min), wide)])
+    bad = ctx.node("Or", [ctx.node("Or", [hi, lo]), ctx.node("IsNaN", [x])])
+    mid = ctx.cast(ctx.node("Where", [bad, _scalar(ctx, 0.0, wide), x]), out)
+    low = ctx.node("Where", [lo, _scalar(ctx, info.min, out), mid])
+    return ctx.node("Where", [hi, _scalar(ctx, info.max, out), low])
 
 
 TABLE["tensorrt.cast"] = _convert
@@ -723,6 +758,8 @@ def _quantize(op, ctx):
     x, scale = ctx.operand("input"), ctx.operand("scale")
     out = ctx.result_elem()
     x = ctx.cast(x, "f32") if ctx.elem(op.input) != "f32" else x
+    if out in INTS:  # nan -> 0 (docs/SEMANTICS.md); QuantizeLinear would give the type's min
+        x = ctx.node("Where", [ctx.node("IsNaN", [x]), _scalar(ctx, 0.0, "f32"), x])
     scale = ctx.cast(scale, "f32") if ctx.elem(op.scale) != "f32" else scale
     from tripy_lab.mlir.attrs import NUMPY_DTYPES
 

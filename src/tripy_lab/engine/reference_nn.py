@@ -223,7 +223,7 @@ def quantize(op, a, env, prog):
     elem = str(op.results[0].type.element_type)
     if elem in _QRANGE:
         lo, hi = _QRANGE[elem]
-        q = np.clip(np.rint(q), lo, hi)
+        q = np.where(np.isnan(q), 0.0, np.clip(np.rint(q), lo, hi))  # nan -> 0 (docs/SEMANTICS.md)
     else:  # f8E4M3FN saturates at +-448 and rounds to nearest even
         q = np.clip(q, -448.0, 448.0)
     return q.astype(_np_dtype(op))

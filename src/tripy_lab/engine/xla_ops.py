@@ -887,7 +887,7 @@ def _quantize(op, args, ctx):
     q = x.astype(jnp.float32) / _q_scale(ctx, x, scale)
     if _is_int(out):
         lo, hi = (-8, 7) if out.itemsize == 1 and "int4" in out.name else _QRANGE.get(out, (-128, 127))
-        q = jnp.clip(jnp.round(q), lo, hi)
+        q = jnp.where(jnp.isnan(q), 0.0, jnp.clip(jnp.round(q), lo, hi))  # nan -> 0 (docs/SEMANTICS.md)
     else:  # f8E4M3FN saturates at +-448
         q = jnp.clip(q, -448.0, 448.0)
     return [q.astype(out)]

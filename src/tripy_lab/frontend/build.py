@@ -6,7 +6,7 @@ import numpy as np
 
 from tripy_lab.core import dtypes
 from tripy_lab.core.source import user_location
-from tripy_lab.frontend.tensor import Tensor, constant, wrap
+from tripy_lab.frontend.tensor import Tensor, check_python_values, constant, wrap
 from tripy_lab.trace import TraceTensor, apply
 
 # Shape arithmetic on known values is folded at trace time, so static shapes stay constants.
@@ -63,5 +63,8 @@ def shape_constant(values) -> Tensor:
 
 
 def scalar_constant(value, dt: dtypes.dtype) -> Tensor:
-    array = np.asarray(value, dtype=dtypes.to_numpy(dt))
+    if isinstance(value, (int, float, np.integer, np.floating)):  # never a raw OverflowError or a silent inf
+        check_python_values(value, dt, where=f"For a Python number used with {dt} data")
+    with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
+        array = np.asarray(value, dtype=dtypes.to_numpy(dt))
     return wrap(constant(array, dt, user_location()))

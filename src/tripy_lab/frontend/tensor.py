@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,66 @@ def _infer_python_dtype(values) -> dtypes.dtype:
     if all(isinstance(v, (int, float, np.integer, np.floating)) for v in flat):
         return dtypes.float32
     raise_error("Unsupported element type.", [f"Got element of type: {type(flat[0]).__name__}."])
+
+
+def _python_array(data, dt: dtypes.dtype) -> np.ndarray:
+    """Python data as an array of ``dt``. Python floats become float32 (as in nvtripy), so a finite value beyond
+    float32's range is an error rather than inf; so is an int beyond int64's range (never a raw OverflowError)."""
+    npdt = dtypes.to_numpy(dt)
+    try:
+        with np.errstate(over="ignore"):
+            array = np.asarray(data, dtype=npdt)
+    except OverflowError:
+        array = None
+    if array is not None and not (array.dtype.kind == "f" and np.isinf(array).any()):
+        return array
+    check_python_values(data, dt)
+    if array is None:
+        raise_error("Data does not fit its data type.", [f"Converting the data to {dt} failed."])
+    return array  # the only infs are infs in the data
+
+
+def check_python_values(data, dt: dtypes.dtype, where: str = "For parameter: 'data'") -> None:
+    """Raise for the first Python number in ``data`` that ``dt`` cannot hold: an int outside an integer dtype's
+    range; a finite float beyond float32's range for a float dtype (Python floats become float32 first, as in
+    nvtripy; narrower floats then overflow to inf as a cast does, docs/SEMANTICS.md)."""
+    npdt = dtypes.to_numpy(dt)
+    check = npdt if npdt.kind in "iu" else np.dtype(np.float32) if issubclass(dt, dtypes.floating) else None
+    if check is None:
+        return
+    for v in np.asarray(data, dtype=object).reshape(-1):
+        if isinstance(v, (bool, np.bool_)) or not _does_not_fit(v, check):
+            continue
+        shown = repr(v) if len(repr(v)) <= 40 else f"{repr(v)[:20]}... ({len(repr(v))} digits)"
+        if npdt.kind in "iu":
+            info = np.iinfo(npdt)
+            raise_error(f"Value {shown} does not fit in {dt}.",
+                        [f"{where}, expected integers in [{info.min}, {info.max}] (the range of {dt}) "
+                         f"but got: {shown}."])
+        raise_error(f"Value {shown} is not representable in float32: it would become inf.",
+                    [f"{where}, expected values of magnitude at most {float(np.finfo(check).max):.7g} "
+                     f"(the largest float32) but got: {shown}.",
+                     "Python floats become float32, as in nvtripy: scale the data so that it fits."])
+
+
+def _does_not_fit(v, npdt: np.dtype) -> bool:
+    try:
+        if npdt.kind in "iu":
+            return not np.iinfo(npdt).min <= int(v) <= np.iinfo(npdt).max
+        f = float(v)
+    except OverflowError:
+        return True
+    with np.errstate(over="ignore"):
+        return math.isfinite(f) and not np.isfinite(npdt.type(f))
+
+
+def _reject_unsupported_array(npdt: np.dtype) -> None:
+    """nvtripy has no float64: a float64 DLPack/numpy array raises there (no silent narrowing), and here too."""
+    if npdt == np.float64:
+        raise_error("Unsupported data type: 'float64'.",
+                    ["Tripy has no float64 (its floats are float32, float16, bfloat16 and float8); a float64 array "
+                     "is not narrowed silently, since values beyond float32's range would become inf.",
+                     "Convert it first: `tp.Tensor(array.astype(np.float32))`."])
 
 
 def _check_ragged(data, path="data") -> None:
@@ -79,7 +140,7 @@ class Tensor:
         if python_data:
             _check_ragged(data)
             dt = dtype or _infer_python_dtype(data)
-            array = np.asarray(data, dtype=dtypes.to_numpy(dt))
+            array = _python_array(data, dt)
             if device is not None and device.kind == "gpu":  # tp.device("gpu"): allocate on the GPU
                 from tripy_lab.frontend.ops_device import to_gpu
 
@@ -87,8 +148,10 @@ class Tensor:
         elif hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) or hasattr(data, "__array__"):
             array = data if hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) else np.asarray(data)
             host_dtype = getattr(array, "dtype", None)
-            dt = dtypes.from_numpy(to_host(array).dtype if host_dtype is None or not isinstance(
-                host_dtype, np.dtype) else host_dtype)
+            host_dtype = to_host(array).dtype if host_dtype is None or not isinstance(
+                host_dtype, np.dtype) else host_dtype
+            _reject_unsupported_array(host_dtype)
+            dt = dtypes.from_numpy(host_dtype)
             if isinstance(array, np.ndarray) and array.dtype != dtypes.to_numpy(dt):
                 array = array.astype(dtypes.to_numpy(dt))
         else:
