@@ -174,7 +174,8 @@ REUSE_SCRIPT = textwrap.dedent("""
 
 def test_timing_cache_file_is_at_the_named_path_and_reused_in_a_new_process(tmp_path):
     timing, folder = tmp_path / "my" / "timing.cache", tmp_path / "xla"
-    env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "src")}
+    paths = (os.path.join(REPO, "src"), os.environ.get("PYTHONPATH"))  # keep the caller's (GPU machine: xdsl)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
     def once() -> dict:
         out = subprocess.run([sys.executable, "-c", REUSE_SCRIPT, str(timing), str(folder)], capture_output=True,
@@ -272,3 +273,37 @@ def test_timing_cache_writes_are_batched_and_flushed(tmp_path):
     again = cache.TimingCacheFile.open(str(tmp_path / "t" / "timing.cache"))
     assert again is index and sorted(again.body["entries"]) == ["k0", "k1"]
     assert cache.TimingCacheFile(str(tmp_path / "t" / "timing.cache")).status == "loaded"
+
+
+def test_gpu_autotune_folder_round_trips_nested_results_and_stays_inside(tmp_path):
+    """XLA (jax 0.11, CUDA) writes per-fusion autotune results in sub-folders: the timing cache keeps them by
+    relative path, restores them into a fresh folder, and never writes outside it."""
+    from tripy_lab.engine.xla_cache import XlaStore
+
+    timing = tmp_path / "timing.cache"
+    store = XlaStore(str(tmp_path / "xla"), str(timing))
+    folder = store.autotune_options("cuda")[xla_cache_option()]
+    os.makedirs(os.path.join(folder, "ed0e56ab"), exist_ok=True)
+    with open(os.path.join(folder, "ed0e56ab", "fusion.1.textproto"), "wb") as f:
+        f.write(b"tuned-1")
+    with open(os.path.join(folder, "top.textproto"), "wb") as f:
+        f.write(b"tuned-0")
+    store.record("k" * 64, label="opt", hit=False)
+    blobs = store.timing.body["blobs"]["autotune"]
+    assert sorted(blobs) == ["ed0e56ab/fusion.1.textproto", "top.textproto"]
+    blobs["../escape"] = blobs["/abs"] = blobs["top.textproto"]  # a tampered file names paths outside
+
+    fresh = XlaStore(str(tmp_path / "xla"), str(timing))
+    fresh.timing.body["blobs"]["autotune"] = dict(blobs)
+    again = fresh.autotune_options("cuda")[xla_cache_option()]
+    assert open(os.path.join(again, "ed0e56ab", "fusion.1.textproto"), "rb").read() == b"tuned-1"
+    assert open(os.path.join(again, "top.textproto"), "rb").read() == b"tuned-0"
+    assert not os.path.exists(os.path.join(os.path.dirname(again), "escape"))
+    assert sorted(os.listdir(again)) == ["ed0e56ab", "top.textproto"]
+    assert XlaStore(str(tmp_path / "xla2"), str(tmp_path / "t2")).autotune_options("cpu") == {}
+
+
+def xla_cache_option() -> str:
+    from tripy_lab.engine.xla_cache import AUTOTUNE_OPTION
+
+    return AUTOTUNE_OPTION

@@ -7,10 +7,13 @@ import linecache
 import os
 import re
 import sys
+import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The standard library is never the user's line (contextlib's __exit__ re-raises inside our context managers).
+_STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 # IPython names cell files like /tmp/ipykernel_1234/2716453.py or <ipython-input-3-...>.
 _CELL_RE = re.compile(r"(ipykernel_\d+|<ipython-input-(\d+)-)")
 # Set by the lab when IPython is loaded: a cell's filename -> its execution count (None: not a cell).
@@ -67,7 +70,8 @@ class SourceLocation:
 
 @functools.lru_cache(maxsize=4096)
 def _is_internal(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_PKG_DIR) or filename.startswith("<frozen")
+    path = os.path.abspath(filename)
+    return path.startswith(_PKG_DIR) or path.startswith(_STDLIB_DIRS) or filename.startswith("<frozen")
 
 
 def user_location(skip_internal: bool = True) -> SourceLocation | None:

@@ -91,9 +91,13 @@ class XlaStore:
         if self._autotune_dir is None:
             self._autotune_dir = tempfile.mkdtemp(prefix="tripy-autotune-")
         for name, blob in self.timing.body["blobs"].get("autotune", {}).items():
-            if os.path.basename(name) == name and not name.startswith("."):
-                with open(os.path.join(self._autotune_dir, name), "wb") as f:
-                    f.write(base64.b64decode(blob))
+            parts = name.split("/")  # XLA nests its per-fusion results in folders (jax 0.11 on CUDA)
+            if name.startswith("/") or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+                continue  # never write outside the autotune folder
+            path = os.path.join(self._autotune_dir, *parts)
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(base64.b64decode(blob))
         return {AUTOTUNE_OPTION: self._autotune_dir}
 
     def record(self, key: str, label: str, hit: bool) -> None:
@@ -108,9 +112,12 @@ class XlaStore:
                            hit=hit)
         if self._autotune_dir:
             tuned = self.timing.body["blobs"].setdefault("autotune", {})
-            for name in sorted(os.listdir(self._autotune_dir)):
-                with open(os.path.join(self._autotune_dir, name), "rb") as f:
-                    tuned[name] = base64.b64encode(f.read()).decode()
+            for folder, _, files in os.walk(self._autotune_dir):
+                for file in sorted(files):
+                    path = os.path.join(folder, file)
+                    name = os.path.relpath(path, self._autotune_dir).replace(os.sep, "/")
+                    with open(path, "rb") as f:
+                        tuned[name] = base64.b64encode(f.read()).decode()
         self.timing.save()
 
     def report(self) -> dict:
