@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tripy_lab as tp
+from tripy_lab.engine.base import cuda_device_count
 
 ENGINES = ["reference", "xla"] + (["onnxruntime"] if importlib.util.find_spec("onnxruntime") else [])
 
@@ -24,8 +25,13 @@ def executables(engine):
     return {"f32": f32, "i32": i32, "dim": dim}
 
 
+# CUDA memory on a machine without a CUDA device; where one exists (the GPU machine) engines read CUDA memory,
+# so the fake claims Vulkan memory there, which no engine reads.
+FAKE_DEVICE, FAKE_KIND = ((7, 0), "vulkan") if cuda_device_count() else ((2, 0), "cuda")
+
+
 class FakeCuda:
-    """A DLPack producer that claims CUDA memory (this machine has no CUDA device)."""
+    """A DLPack producer that claims memory no engine here can read (its data is really on the host)."""
 
     shape, dtype = (2,), np.dtype(np.float32)
 
@@ -33,7 +39,7 @@ class FakeCuda:
         return np.ones(2, np.float32).__dlpack__()
 
     def __dlpack_device__(self):
-        return (2, 0)
+        return FAKE_DEVICE
 
 
 X = np.ones((4, 6), np.float32)
@@ -51,7 +57,7 @@ BAD = {
     "float 2.0 dim": ("dim", lambda: (X, 2.0), "2.0"),
     "bool dim": ("dim", lambda: (X, True), "True"),
     "float array dim": ("dim", lambda: (X, np.array(2.0)), "float64"),
-    "fake cuda array": ("f32", lambda: (FakeCuda(),), "cuda"),
+    "fake cuda array": ("f32", lambda: (FakeCuda(),), FAKE_KIND),
 }
 
 

@@ -93,16 +93,16 @@ def _int_divide(ctx, kind: str, a: str, b: str, elem: str) -> str:
     signed = not elem.startswith("ui")
     is_neg1 = ctx.node("Equal", [b, _scalar(ctx, -1, elem)]) if signed else None
     unsafe = ctx.node("Or", [is_zero, is_neg1]) if signed else is_zero
-    safe = ctx.node("Where", [unsafe, one, b])
+    safe = _where(ctx, unsafe, one, b, elem)
     q = ctx.node("Div", [a, safe])
     if kind == "kFLOOR_DIV" and signed:
         r = ctx.node("Sub", [a, ctx.node("Mul", [q, safe])])
         differs = ctx.node("Xor", [ctx.node("Less", [r, zero]), ctx.node("Less", [safe, zero])])
         step = ctx.node("And", [ctx.node("Not", [ctx.node("Equal", [r, zero])]), differs])
-        q = ctx.node("Where", [step, ctx.node("Sub", [q, one]), q])
+        q = _where(ctx, step, ctx.node("Sub", [q, one]), q, elem)
     if signed:
-        q = ctx.node("Where", [is_neg1, ctx.node("Sub", [zero, a]), q])
-    return ctx.node("Where", [is_zero, zero, q])
+        q = _where(ctx, is_neg1, ctx.node("Sub", [zero, a]), q, elem)
+    return _where(ctx, is_zero, zero, q, elem)
 
 
 _UNARY = {"kEXP": "Exp", "kLOG": "Log", "kSQRT": "Sqrt", "kRECIP": "Reciprocal", "kABS": "Abs", "kNEG": "Neg",
@@ -313,7 +313,7 @@ def _slice_gather(op, ctx, x, rank, start, size, stride, mode):
         if ok is not None:
             axes = [k for k in range(rank) if k != d]
             mask = ctx.node("Unsqueeze", [ok, ctx.ints(axes)]) if axes else ok
-            x = ctx.node("Where", [mask, x, fill])
+            x = _where(ctx, mask, x, fill, elem)
     return x
 
 
@@ -383,20 +383,24 @@ def _gather(op, ctx):
     out = ctx.node("Gather", [data, ctx.node("Where", [ok, idx, zero])], axis=axis)
     axes = list(range(axis)) + list(range(axis + irank, rank - 1 + irank))
     mask = ctx.node("Unsqueeze", [ok, ctx.ints(axes)]) if axes else ok
-    return [ctx.node("Where", [mask, out, _scalar(ctx, 0, ctx.elem(op.data))])]
+    return [_where(ctx, mask, out, _scalar(ctx, 0, ctx.elem(op.data)), ctx.elem(op.data))]
 
 
-_WHERE_TYPES = {"f32", "f64", "i32", "i64", "ui8"}  # onnxruntime's CPU Where kernels
+_WHERE_TYPES = {"f32", "f64", "i32", "i64", "ui8"}  # onnxruntime's CPU Where kernels (1.30 has no int8 one)
+
+
+def _where(ctx, c: str, t: str, e: str, elem: str) -> str:
+    """``Where`` of ``elem`` values, through a type onnxruntime's CPU kernels have (exact: widening casts)."""
+    if elem in _WHERE_TYPES:
+        return ctx.node("Where", [c, t, e])
+    via = "ui8" if elem == "i1" else "i32" if elem in INTS else "f32"
+    return ctx.cast(ctx.node("Where", [c, ctx.cast(t, via), ctx.cast(e, via)]), elem)
 
 
 @register("select")
 def _select(op, ctx):
     c, t, e = ctx.operand("condition"), ctx.operand("thenInput"), ctx.operand("elseInput")
-    elem = ctx.result_elem()
-    if elem in _WHERE_TYPES:
-        return [ctx.node("Where", [c, t, e])]
-    via = "ui8" if elem == "i1" else "i32" if elem in INTS else "f32"
-    return [ctx.cast(ctx.node("Where", [c, ctx.cast(t, via), ctx.cast(e, via)]), elem)]
+    return [_where(ctx, c, t, e, ctx.result_elem())]
 
 
 def _convert(op, ctx):
@@ -422,8 +426,8 @@ def _float_to_int(ctx, x: str, elem: str, out: str) -> str:
     lo = ctx.node("Less", [x, _scalar(ctx, float(info.min), wide)])
     bad = ctx.node("Or", [ctx.node("Or", [hi, lo]), ctx.node("IsNaN", [x])])
     mid = ctx.cast(ctx.node("Where", [bad, _scalar(ctx, 0.0, wide), x]), out)
-    low = ctx.node("Where", [lo, _scalar(ctx, info.min, out), mid])
-    return ctx.node("Where", [hi, _scalar(ctx, info.max, out), low])
+    low = _where(ctx, lo, _scalar(ctx, info.min, out), mid, out)
+    return _where(ctx, hi, _scalar(ctx, info.max, out), low, out)
 
 
 TABLE["tensorrt.cast"] = _convert

@@ -90,7 +90,9 @@ class XlaStore:
     def _autotune_folder(self) -> dict:
         if self._autotune_dir is None:
             self._autotune_dir = tempfile.mkdtemp(prefix="tripy-autotune-")
-        for name, blob in self.timing.body["blobs"].get("autotune", {}).items():
+        with TimingCacheFile.lock:  # _record adds results from other threads' builds meanwhile
+            tuned = list(self.timing.body["blobs"].get("autotune", {}).items())
+        for name, blob in tuned:
             parts = name.split("/")  # XLA nests its per-fusion results in folders (jax 0.11 on CUDA)
             if name.startswith("/") or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
                 continue  # never write outside the autotune folder
