@@ -239,3 +239,21 @@ def test_subnormals_flush_on_xla():
     np.testing.assert_array_equal(np.asarray(rb), [True, True, True])
     np.testing.assert_array_equal(np.asarray(xb), [True, True, True] if on_gpu() else [False, False, True])
     assert np.asarray(rv).tobytes() == np.asarray(xv).tobytes() == x.tobytes()
+
+
+def test_float_floor_division_is_exact_where_the_division_is_not():
+    """CUDA's f32 division is within 2 ulp, not correctly rounded: x / x came out just below 1 on an H200 and
+    floor made x // x == 0. The rule keeps exact integer quotients whatever the division rounds to."""
+    from types import SimpleNamespace
+
+    from tripy_lab.engine.semantics import float_floor_divide
+
+    low = SimpleNamespace(**{k: getattr(np, k) for k in ("fmod", "where", "round", "floor")},
+                          divide=lambda a, b: np.nextafter(np.divide(a, b), np.float32(-np.inf)))  # 1 ulp low
+    a = np.array([10927883.0, 6.0, -6.0, 7.0], np.float32)
+    b = np.array([10927883.0, 3.0, 3.0, 2.0], np.float32)
+    assert np.floor(low.divide(a, b)).tolist() == [0.0, 1.0, -3.0, 3.0]  # what plain floor gave there
+    np.testing.assert_array_equal(float_floor_divide(low, a, b), [1.0, 2.0, -2.0, 3.0])
+    a, b = np.array([1.0, 0.0, np.inf, 1.0, -7.5], np.float32), np.array([0.0, 5.0, 2.0, 0.1, 2.0], np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):  # IEEE division (CPUs): plain floor, specials too
+        np.testing.assert_array_equal(float_floor_divide(np, a, b), np.floor(a / b))

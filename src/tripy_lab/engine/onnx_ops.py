@@ -774,6 +774,11 @@ def _quantize(op, ctx):
     if any(d is None for d in zp_shape):
         raise ctx.error(f"the scale needs a static shape for the ONNX zero point, got {zp_shape}.")
     zero = ctx.const(np.zeros(zp_shape, NUMPY_DTYPES[out]))
+    if out in INTS and not attrs:  # per-tensor: saturate before QuantizeLinear (onnxruntime 1.30 wraps int4)
+        info = ml_dtypes.iinfo(NUMPY_DTYPES[out])
+        low = ctx.node("Mul", [scale, _scalar(ctx, float(info.min), "f32")])
+        high = ctx.node("Mul", [scale, _scalar(ctx, float(info.max), "f32")])
+        x = ctx.node("Min", [ctx.node("Max", [x, ctx.node("Min", [low, high])]), ctx.node("Max", [low, high])])
     return [ctx.node("QuantizeLinear", [x, scale, zero], **attrs)]
 
 

@@ -25,7 +25,7 @@ from tripy_lab.engine.base import (
     cuda_device_count,
 )
 from tripy_lab.engine.reference_nn import TABLE_NN
-from tripy_lab.engine.semantics import float_to_int, int_divide, is_float, is_int
+from tripy_lab.engine.semantics import float_floor_divide, float_to_int, int_divide, is_float, is_int
 from tripy_lab.mlir.dialect import attr_value
 
 
@@ -61,7 +61,7 @@ def _element_wise_values(op, a, b):
         # int64 values above 2**53).
         res = int_divide(np, a, b, kind) if is_int(a.dtype) else np.true_divide(a, b)
     elif kind == "kFLOOR_DIV":
-        res = int_divide(np, a, b, kind) if is_int(a.dtype) else np.floor(np.true_divide(a, b))
+        res = int_divide(np, a, b, kind) if is_int(a.dtype) else float_floor_divide(np, a, b)
     else:
         res = _ELEMENT_WISE[kind](a, b)
     return np.asarray(res).astype(out_dt)

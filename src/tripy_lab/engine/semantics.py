@@ -5,6 +5,7 @@ the same functions, so they give the same bits.
 
     float_to_int(xp, x, dtype)      # truncate toward 0; nan -> 0; saturate at the target's min/max
     int_divide(xp, a, b, kind)      # kDIV truncates, kFLOOR_DIV floors; x / 0 == x // 0 == 0
+    float_floor_divide(xp, a, b)    # floor(a / b), exact where b divides a even if the division is not
 """
 
 from __future__ import annotations
@@ -61,3 +62,11 @@ def int_divide(xp, a, b, kind: str):
         r = a - q * safe
         q = q + ((r != 0) & ((a < 0) != (safe < 0))).astype(q.dtype)
     return xp.where(zero, xp.zeros_like(q), q)
+
+
+def float_floor_divide(xp, a, b):
+    """``floor(a / b)`` for floats (TensorRT's kFLOOR_DIV). CUDA divides f32 to within 2 ulp, not correctly
+    rounded, so an exact integer quotient can land just below it (``x // x == 0`` was seen on an H200): where
+    the remainder is exactly 0 the quotient is that integer. With IEEE division (CPUs) this is ``floor``."""
+    q = xp.divide(a, b)
+    return xp.where(xp.fmod(a, b) == 0, xp.round(q), xp.floor(q))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.semantics import float_to_int, int_divide, is_float, is_int
+from tripy_lab.engine.semantics import float_floor_divide, float_to_int, int_divide, is_float, is_int
 
 STATIC_RESULT_LIMIT = 1024  # static (numpy) results larger than this are recomputed as traced values
 # operands that must be static (``ctx.static``): the values a shape is made of
@@ -196,7 +196,7 @@ def _element_wise(op, args, ctx):
     if kind == "kDIV":
         return [xp.divide(a, b)]
     if kind == "kFLOOR_DIV":
-        return [xp.floor(xp.divide(a, b))]
+        return [float_floor_divide(xp, a, b)]
     if kind == "kPOW":
         return [xp.power(a, b)]
     raise ctx.error(f"unknown element-wise operation {kind!r}")
