@@ -4,6 +4,7 @@ converted, wrapped or truncated (issue 8, finding 6)."""
 
 import functools
 import importlib.util
+import re
 
 import ml_dtypes
 import numpy as np
@@ -81,7 +82,14 @@ def test_every_engine_refuses_the_same_inputs_with_the_same_error(case):
     assert "exe(*args())" in ref.location.render()
     for engine, other in zip(ENGINES[1:], errors[1:]):
         assert other.summary == ref.summary
-        assert [d.replace(f"'{engine}'", "'reference'") for d in other.details] == ref.details
+        assert [same_kinds(d.replace(f"'{engine}'", "'reference'")) for d in other.details] == [
+            same_kinds(d) for d in ref.details]
+
+
+def same_kinds(detail: str) -> str:
+    # Engines read different memory on a CUDA machine (reference: host and CUDA; onnxruntime's CPU build:
+    # host only), so the memory each lists as expected may differ there; everything else is the same.
+    return re.sub(r"an array in [a-z ]+ memory \(", "an array in (...) memory (", detail)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
