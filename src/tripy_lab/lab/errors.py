@@ -57,9 +57,15 @@ def innermost_user_location(exc: BaseException) -> SourceLocation | None:
     return found
 
 
+def _magic_call(loc: SourceLocation | None) -> bool:
+    # IPython turns a `%%tpcompile` cell into this one line; it is the magic's caller, not the user's code
+    return loc is not None and loc.code().lstrip().startswith("get_ipython().run_cell_magic(")
+
+
 def relocate(exc: BaseException, fallback: SourceLocation | None) -> BaseException:
     """Point a TripyException that has no user location (raised under the magic) at ``fallback`` in the cell."""
-    if isinstance(exc, TripyException) and fallback is not None and not is_user_location(exc.location):
+    if isinstance(exc, TripyException) and fallback is not None and (
+            not is_user_location(exc.location) or _magic_call(exc.location)):
         exc.location = fallback
         exc.args = (exc._render(),)
     return exc
