@@ -88,7 +88,7 @@ def test_trusted_reopened_with_a_fresh_kernel_keeps_the_snapshot(lab, trusted_no
 
 
 def test_live_cell_shows_the_widget_and_hides_the_snapshot(lab):
-    lab.put_notebook("fallback-live.ipynb", CELLS[:2])
+    lab.put_notebook("fallback-live.ipynb", [*CELLS[:2], "import ipywidgets\nipywidgets.IntSlider(value=3)"])
     nb = lab.open("fallback-live.ipynb")
     lab.run_cell(0)
     expect(nb.locator(".jp-Cell").nth(0).locator(".jp-InputPrompt")).to_contain_text("[1]", timeout=TIMEOUT)
@@ -105,3 +105,9 @@ def test_live_cell_shows_the_widget_and_hides_the_snapshot(lab):
     expect(snapshot).to_be_hidden()
     expect(nb.locator(".tripy-snapshot")).to_be_hidden()
     lab.screenshot("widget-fallback-live.png", nb)
+    # A widget without our snapshot is ipywidgets' own view, no snapshot pane added.
+    lab.run_cell(2)
+    other = nb.locator(".jp-Cell").nth(2).locator(".jp-OutputArea")
+    expect(other.locator(".widget-slider")).to_be_visible(timeout=TIMEOUT)
+    expect(other.locator(WRAPPER)).to_have_attribute("data-tripy-live", "1")
+    expect(other.locator(".tripy-widget-snapshot")).to_have_count(0)
