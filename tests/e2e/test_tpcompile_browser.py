@@ -58,6 +58,8 @@ def test_tpcompile_cell_in_the_browser(lab):
     tab(view, "MLIR").click()
     mlir = pane(view, "mlir")
     expect(mlir).to_contain_text(PROFILE.format(3), timeout=TIMEOUT)
+    # The crosswalk's stylesheet (flex lines) must not reach the lab's own MLIR pane: its tokens overlapped.
+    assert mlir.locator(".tripy-mlir-line").first.evaluate("e => getComputedStyle(e).display") == "block"
     lab.screenshot("tpcompile-2-mlir.png", view)
 
     # Moving the max slider (keyboard on its upper handle) re-traces and changes that text.
