@@ -395,20 +395,14 @@ def with_carrier_types(model):
         t = vi.type.tensor_type
         if t.elem_type in carriers:
             inner = f"{vi.name}__real"
-            for node in g.node:
-                for k, name in enumerate(node.input):
-                    if name == vi.name:
-                        node.input[k] = inner
+            _rename(g.node, "input", vi.name, inner)
             pre.append(helper.make_node("Cast", [vi.name], [inner], name=f"input {vi.name} cast", to=t.elem_type))
             t.elem_type = carriers[t.elem_type]
     for vi in g.output:
         t = vi.type.tensor_type
         if t.elem_type in carriers:
             inner = f"{vi.name}__real"
-            for node in g.node:
-                for k, name in enumerate(node.output):
-                    if name == vi.name:
-                        node.output[k] = inner
+            _rename(g.node, "output", vi.name, inner)
             post.append(helper.make_node("Cast", [inner], [vi.name], name=f"output {vi.name} cast",
                                          to=carriers[t.elem_type]))
             t.elem_type = carriers[t.elem_type]
@@ -416,3 +410,12 @@ def with_carrier_types(model):
     del g.node[:]
     g.node.extend(nodes)
     return copy
+
+
+def _rename(nodes, field: str, old: str, new: str) -> None:
+    """Point every node's ``field`` ("input" or "output") entries named ``old`` at ``new``."""
+    for node in nodes:
+        names = getattr(node, field)
+        for k, name in enumerate(names):
+            if name == old:
+                names[k] = new
