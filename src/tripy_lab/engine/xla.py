@@ -51,7 +51,7 @@ Persistent compilation cache
 ----------------------------
 With ``BuildOptions.compilation_cache_dir`` set (the pipeline passes ``tp.config.xla_cache_dir()``, a
 private per-user folder) every executable is serialized into tripy-lab's own store (``xla_cache``):
-the entry's key is bound to the program (MLIR text, lowered StableHLO with locations, signature, XLA
+the entry's key is bound to the program (argument names, op sequence, lowered StableHLO with locations, signature, XLA
 options, device, versions) and its payload is digest-checked on read, so a swapped, truncated or
 corrupt entry is a miss with its reason in ``report.cache["persistent_rejected"]`` and is replaced.
 jax's own persistent cache is switched off around these compiles. ``BuildOptions.timing_cache_path``
@@ -63,8 +63,10 @@ the caller's stack), so the key and a cached executable's op names are those of 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
+import math
 import os
 import re
 import time
@@ -106,6 +108,9 @@ OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
 # ops on it are traced and run by XLA instead of being folded in numpy while tracing. Eager evaluation of
 # constants then exercises the jax translations (tests/frontend runs the xla engine both ways).
 FOLD_CONSTANTS = True
+# True: the StableHLO is written straight from the MLIR ops (``xla_emit``); programs with an op it does
+# not emit (and attention patterns that may be fused) are traced through jax, with a note saying why.
+DIRECT_STABLEHLO = True
 
 def scope_name(trace_name: str | None, index: int) -> str:
     """The jax named scope of MLIR op ``index``: ``%t5`` -> ``t5__op3`` (``xla_layers`` reads it back)."""
@@ -188,6 +193,7 @@ class _Built:
     _hlo: str | None = None
     notes: list[str] = field(default_factory=list)
     rejected: str = ""  # why a persistent cache entry was not used (swapped, truncated, ...)
+    path: str = "jax"  # how the StableHLO was made: "direct" (xla_emit) or "jax" (traced)
 
     @property
     def hlo(self) -> str:
@@ -246,10 +252,12 @@ class XlaCompiled(CompiledEngine):
         self._store = None
         if options.compilation_cache_dir:
             self._store = XlaStore(options.compilation_cache_dir, options.timing_cache_path)
-            self._program_digest = self._store.program_digest(program)
+            self._program_digest = self._store.program_digest(
+                program, [(p.op.name, p.trace_name) for p in self._plans])
         self.report.cache.update({**(self._store.report() if self._store else {"persistent_dir": "off"}),
                                   "persistent_hits": 0, "persistent_misses": 0, "persistent_rejected": [],
                                   "shapes_built": [], "hits": 0, "misses": 0})
+        self._folded: dict[int, list] = {}  # constant op index -> its numpy value (direct StableHLO emission)
         self._execs: dict[tuple, _Built] = {}  # signature (shapes, dims) -> executable
         self._calls: dict[tuple, Any] = {}  # call key (type, shape, dtype per arg; dim values) -> caller(args)
         self._last: Any = None
@@ -271,11 +279,11 @@ class XlaCompiled(CompiledEngine):
 
     # ------------------------------------------------------------------------------------ planning
     def _uses_64bit(self) -> bool:
-        def wide(t) -> bool:
-            from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of
+        from tripy_lab.engine.xla_ops import type_info
 
+        def wide(t) -> bool:
             try:
-                return NUMPY_DTYPES[elem_of(t)].itemsize == 8
+                return type_info(t)[1].itemsize == 8
             except Exception:
                 return False
 
@@ -286,7 +294,7 @@ class XlaCompiled(CompiledEngine):
     def _plan(self) -> list[_OpPlan]:
         from tripy_lab.engine.xla_ops import STATIC_OK, TABLE
 
-        plans, missing = [], []
+        plans, missing, lines = [], [], {}
         for i, op in enumerate(self.program.ops()):
             fn = TABLE.get(op.name)
             if fn is None:
@@ -294,7 +302,12 @@ class XlaCompiled(CompiledEngine):
                 continue
             trace_name = loc_name(op)
             origin = self.program.origins.get(trace_name) if trace_name else None
-            plans.append(_OpPlan(i, op, fn, scope_name(trace_name, i), trace_name, origin.line if origin else "",
+            line = ""
+            if origin is not None:  # many ops share a source line: format each location once
+                line = lines.get(id(origin.location))
+                if line is None:
+                    line = lines[id(origin.location)] = origin.line
+            plans.append(_OpPlan(i, op, fn, scope_name(trace_name, i), trace_name, line,
                                  op.name in STATIC_OK, origin.location if origin else None))
         if missing:
             raise TripyException("The xla engine cannot translate these ops.", [", ".join(sorted(set(missing)))])
@@ -315,15 +328,15 @@ class XlaCompiled(CompiledEngine):
         return needed
 
     def _lift_constants(self):
-        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value
+        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value, type_info
 
         consts, lifted = [], []
         keep = self._shape_values() if not FOLD_CONSTANTS else set()
         for p in self._plans:
             if p.op.name != "tensorrt.constant":
                 continue
-            shape = p.op.results[0].type.get_shape()
-            big = int(np.prod(shape, dtype=np.int64)) > STATIC_RESULT_LIMIT
+            shape = type_info(p.op.results[0].type)[0]
+            big = math.prod(d if d is not None else 0 for d in shape) > STATIC_RESULT_LIMIT
             if big or (not FOLD_CONSTANTS and p.op.results[0] not in keep):
                 value = constant_value(p.op, self.program)
                 with _compile_contexts(self._x64):  # 64-bit constants keep their dtype
@@ -494,10 +507,11 @@ class XlaCompiled(CompiledEngine):
         return how["implementation"] + (", causal" if how["causal"] else "")
 
     @staticmethod
-    def _apply(p: _OpPlan, vals, ctx):
+    def _apply(p: _OpPlan, vals, ctx, quiet=None):
+        """``quiet``: numpy's floating-point warnings are already off (the caller's ``np.errstate``)."""
         try:
             if ctx.xp is np:
-                with np.errstate(all="ignore"):
+                with quiet or np.errstate(all="ignore"):
                     out = p.fn(p.op, vals, ctx)
                 return [np.asarray(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in out]
             return list(p.fn(p.op, vals, ctx))
@@ -586,29 +600,134 @@ class XlaCompiled(CompiledEngine):
         jax = self._jax
         label = _fmt_sig([self._arg_names[i] for i in self._data_pos], shapes,
                          [self._arg_names[i] for i in self._dim_pos], dims)
-        fn = self._make_fn(dims)
-        fn.__name__ = "main"
         # parameter names show up in the StableHLO/HLO (``%x.1 = f32[8,16] parameter(0)``)
         pnames = [re.sub(r"\W", "_", self._arg_names[i]) or f"arg{i}" for i in self._data_pos]
         pnames += [f"const_op{i}" for i in self._lifted]
-        fn.__signature__ = inspect.Signature(
-            [inspect.Parameter(n if n.isidentifier() else f"arg_{n}", inspect.Parameter.POSITIONAL_ONLY)
-             for n in pnames])
+        pnames = [n if n.isidentifier() else f"arg_{n}" for n in pnames]
+        signature = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in pnames])
         avals = [jax.ShapeDtypeStruct(tuple(s), self._arg_dtypes[i]) for s, i in zip(shapes, self._data_pos)]
         avals += [jax.ShapeDtypeStruct(c.shape, c.dtype) for c in self._consts]
         options = dict(self._xla_options)
-        jitted = jax.jit(fn, compiler_options=options or None)
-        with _compile_contexts(self._x64):
-            t0 = time.perf_counter()
-            lowered = jitted.lower(*avals)
-        if fn.fusions:
-            fused = [f for f in fn.fusions if f != "unfused"]
-            self.report.notes.append(f"{label}: attention {len(fused)} of {len(fn.fusions)} pattern(s) fused"
-                                     + (f" ({', '.join(sorted(set(fused)))})" if fused else ""))
-        return shapes, dims, label, fn, avals, options, jitted, lowered, time.perf_counter() - t0
+        t0 = time.perf_counter()
+        relower, why = self._direct_lowering(shapes, dims, pnames, signature, avals) if DIRECT_STABLEHLO \
+            else (None, "DIRECT_STABLEHLO is off")
+        path, text = "direct", None
+        if relower is not None:
+            try:
+                with _compile_contexts(self._x64):
+                    jitted, lowered = relower(options)
+                text = relower.text
+            except Exception as exc:  # the emitted text did not parse, or this jax has no module to replace
+                relower, why = None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+        if relower is None:
+            path = "jax"
+            self.report.notes.append(f"{label}: StableHLO traced through jax ({why})")
+            fn = self._make_fn(dims)
+            fn.__name__ = "main"
+            fn.__signature__ = signature
 
-    def _compile(self, shapes, dims, label, fn, avals, options, jitted, lowered, lower_s) -> _Built:
+            def relower(options):
+                jitted = jax.jit(fn, compiler_options=options or None)
+                return jitted, jitted.lower(*avals)
+
+            with _compile_contexts(self._x64):
+                jitted, lowered = relower(options)
+            if fn.fusions:
+                fused = [f for f in fn.fusions if f != "unfused"]
+                self.report.notes.append(f"{label}: attention {len(fused)} of {len(fn.fusions)} pattern(s) fused"
+                                         + (f" ({', '.join(sorted(set(fused)))})" if fused else ""))
+        return shapes, dims, label, relower, options, jitted, lowered, time.perf_counter() - t0, path, text
+
+    def _direct_lowering(self, shapes, dims, pnames, signature, avals):
+        """(relower(options) -> (jitted, lowered) of the emitted StableHLO, "") or (None, why not)."""
+        from tripy_lab.engine import xla_attention
+        from tripy_lab.engine.xla_emit import Fallback, swap_into
+
+        mode = xla_attention.MODE
+        if self._attention and not (mode == "off" or (mode == "auto" and self.device.platform == "cpu")):
+            return None, f"{len(self._attention)} attention pattern(s) may be fused (xla_attention.MODE={mode!r})"
+        try:
+            text, outs = self._emit_stablehlo(shapes, dims, pnames)
+        except Fallback as exc:
+            return None, str(exc)
         jax = self._jax
+        out_avals = [(tuple(v.shape), v.dtype) for v in outs]
+
+        def relower(options):
+            import jax.numpy as jnp
+
+            def stub(*args):  # the argument and result types of the program; its body is replaced
+                return tuple(jnp.zeros(s, d) for s, d in out_avals)
+
+            stub.__name__ = "main"
+            stub.__signature__ = signature
+            jitted = jax.jit(stub, keep_unused=True, compiler_options=options or None)
+            lowered = jitted.lower(*avals)
+            if not swap_into(lowered, text):
+                raise Fallback("this jax's Lowered has no module to replace")
+            return jitted, lowered
+
+        relower.text = text  # what the store's key hashes (the module's StableHLO, locations included)
+        return relower, ""
+
+    def _emit_stablehlo(self, shapes, dims, pnames):
+        """The StableHLO text of one signature and its output values (``xla_emit``)."""
+        from tripy_lab.engine.xla_emit import Emitter, Fallback, Val, module_text
+        from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE, val
+        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, OpContext, type_info
+
+        em, program, block_args = Emitter(), self.program, self._block_args
+        env: dict = {block_args[i]: np.asarray(v, dtype=self._arg_dtypes[i]) for i, v in zip(self._dim_pos, dims)}
+        args = []
+        for k, (i, s) in enumerate(zip(self._data_pos, shapes)):
+            env[block_args[i]] = v = Val(f"%arg{k}", tuple(s), self._arg_dtypes[i])
+            args.append(v)
+        lifted = {}
+        for idx, c in zip(self._lifted, self._consts):
+            lifted[idx] = v = Val(f"%arg{len(args)}", tuple(c.shape), np.dtype(c.dtype))
+            args.append(v)
+        quiet, folded = contextlib.nullcontext(), self._folded
+        with np.errstate(all="ignore"):
+            for p in self._plans:
+                op = p.op
+                vals = [env[v] for v in op.operands]
+                static = p.static_ok and p.index not in lifted and all(type(v) is not Val for v in vals)
+                ctx = OpContext(op, p.index, env, np, program, p.line, p.trace_name, p.location)
+                ctx.lifted = lifted
+                results = None
+                if static and p.index in folded:  # constants: the same at every signature, read once
+                    results = folded[p.index]
+                elif static:
+                    results = self._apply(p, vals, ctx, quiet)
+                    if op.name == "tensorrt.constant":
+                        folded[p.index] = results
+                if results is not None and any(r.size > STATIC_RESULT_LIMIT for r in results):
+                    results = None  # too large to fold: computed by XLA, as the jax path does
+                if results is None:
+                    fn = TABLE.get(op.name, FALLBACK)
+                    if fn == FALLBACK:
+                        raise Fallback(f"{op.name} is not emitted natively")
+                    em.scope = p.scope
+                    try:
+                        results = list(fn(op, vals, ctx, em))
+                    except (Fallback, TripyException):
+                        raise
+                    except Exception as exc:  # an emitter bug must not break the build: the jax path runs it
+                        raise Fallback(f"{op.name}: {type(exc).__name__}: {exc}") from exc
+                for res, r in zip(op.results, results):
+                    want, dt = type_info(res.type)
+                    if type(r) is Val:
+                        if len(want) != r.ndim or any(w is not None and w != g for w, g in zip(want, r.shape)) \
+                                or r.dtype != dt:
+                            raise Fallback(f"{op.name} made {r.type} where the MLIR type is {res.type}")
+                    elif r.shape != want or r.dtype != dt:
+                        (r,) = self._check(p, ctx, [r])  # the jax path's check: an error or a cast
+                    env[res] = r
+        outs = [val(em, env[v]) for v in self._outputs]
+        em.ret(outs)
+        return module_text(pnames, args, em.lines), outs
+
+    def _compile(self, shapes, dims, label, relower, options, jitted, lowered, lower_s, path, text) -> _Built:
         notes = []
         store, key, cached, missed = self._store, None, None, ""
         # the timing cache's GPU autotuning folder, given at compile time only (not part of the key)
@@ -617,7 +736,8 @@ class XlaCompiled(CompiledEngine):
             with _compile_contexts(self._x64):
                 t1 = time.perf_counter()
                 if store is not None and key is None:
-                    key = store.key(self._program_digest, lowered, label, self._xla_options, self._x64, self.device)
+                    key = store.key(self._program_digest, lowered, label, self._xla_options, self._x64, self.device,
+                                    text)
                     cached, missed = store.load(key, lowered, self.device)
                 try:
                     compiled = cached or (lowered.compile(compiler_options=extra) if extra else lowered.compile())
@@ -626,8 +746,7 @@ class XlaCompiled(CompiledEngine):
                     if m and m.group(1) in options:
                         options.pop(m.group(1))
                         notes.append(f"dropped XLA option {m.group(1)} (unknown to this jaxlib)")
-                        jitted = jax.jit(fn, compiler_options=options or None)
-                        lowered = jitted.lower(*avals)
+                        jitted, lowered = relower(options)
                         continue
                     if extra:  # the autotune hook failed: compile without it
                         notes.append(f"compiled without the timing cache's autotune folder ({type(exc).__name__})")
@@ -645,8 +764,10 @@ class XlaCompiled(CompiledEngine):
                 notes.append(f"persistent cache: {stored}")
         if store is not None:
             store.record(key, label, hit=cached is not None)
-        return _Built(self._sig(shapes, dims), label, cached or jitted, compiled, lowered, lower_s, t2 - t1,
-                      persistent, notes=notes, rejected=rejected)
+        # the emitted module lives only in ``lowered``: call its executable, never the stub ``jitted`` traces
+        call = cached or (compiled if path == "direct" else jitted)
+        return _Built(self._sig(shapes, dims), label, call, compiled, lowered, lower_s, t2 - t1,
+                      persistent, notes=notes, rejected=rejected, path=path)
 
     def _validate(self, args) -> tuple[list, list, list]:
         """Concrete (shapes, dims, converted data args) of a call; checks dtypes and bounds."""

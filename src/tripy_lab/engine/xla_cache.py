@@ -2,7 +2,8 @@
 
 jax's cache loads whatever file sits at its key, so swapping two valid entries made each program run the
 other's executable. Here an executable is serialized with ``jax.experimental.serialize_executable`` into
-a ``core.cache.EntryStore`` under a key derived from the tensorrt MLIR text, the lowered StableHLO (with
+a ``core.cache.EntryStore`` under a key derived from the program (argument names, blob handles, op
+sequence), the lowered StableHLO (with
 its locations, which carry the trace op names the layer table reads), the concrete signature, the XLA
 options, the device and the jax/jaxlib/tripy-lab versions; the entry carries that key and a digest, so a
 swapped, truncated or corrupt entry is a miss with a reason and is rebuilt and replaced. jax's own
@@ -34,11 +35,20 @@ class XlaStore:
         self._lock = threading.Lock()  # signatures compile concurrently; the index and autotune folder are shared
 
     @staticmethod
-    def program_digest(program) -> str:
-        """The tensorrt MLIR text (generic print, constants inline or as blob handles) and argument names."""
-        return digest(str(program.module), list(program.arg_names), sorted(program.resources))
+    def program_digest(program, op_names=None) -> str:
+        """The program's argument names, blob handles and op sequence (MLIR op and trace op names).
 
-    def key(self, program_text_digest: str, lowered, label: str, options: dict, x64: bool, device) -> str:
+        Not the MLIR text: xDSL's printer took longer than XLA's compile for large programs, and the key also
+        holds the lowered StableHLO with its locations, which is the computation the executable runs (op for
+        op, each located at its trace op), so it already tells this program's entries from any other's."""
+        from tripy_lab.engine.xla import loc_name
+
+        ops = [(op.name, loc_name(op)) for op in program.ops()] if op_names is None else list(op_names)
+        return digest(ops, list(program.arg_names), sorted(program.resources))
+
+    def key(self, program_text_digest: str, lowered, label: str, options: dict, x64: bool, device,
+            stablehlo: str | None = None) -> str:
+        """``stablehlo``: the text the module was parsed from (direct emission), else it is printed here."""
         import importlib.metadata
 
         import jax
@@ -48,10 +58,12 @@ class XlaStore:
             ours = importlib.metadata.version("tripy-lab")
         except importlib.metadata.PackageNotFoundError:
             ours = "unknown"
-        try:
-            hlo = lowered.as_text(debug_info=True)
-        except TypeError:  # older jax: no debug_info switch
-            hlo = lowered.as_text()
+        hlo = stablehlo
+        if hlo is None:
+            try:
+                hlo = lowered.as_text(debug_info=True)
+            except TypeError:  # older jax: no debug_info switch
+                hlo = lowered.as_text()
         return digest("xla", ours, jax.__version__, jaxlib.__version__, device.platform,
                       device.device_kind, sorted(options.items()), x64, label, program_text_digest, hlo)
 

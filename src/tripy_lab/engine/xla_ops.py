@@ -83,19 +83,13 @@ class OpContext:
         return default if v is None else v
 
     def result_dtype(self, i: int = 0) -> np.dtype:
-        from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of
-
-        return NUMPY_DTYPES[elem_of(self.op.results[i].type)]
+        return type_info(self.op.results[i].type)[1]
 
     def result_shape(self, i: int = 0) -> tuple[int | None, ...]:
-        from tripy_lab.mlir.attrs import shape_of
-
-        return shape_of(self.op.results[i].type)
+        return type_info(self.op.results[i].type)[0]
 
     def operand_type_shape(self, name: str) -> tuple[int | None, ...]:
-        from tripy_lab.mlir.attrs import shape_of
-
-        return shape_of(getattr(self.op, name).type)
+        return type_info(getattr(self.op, name).type)[0]
 
     # --- helpers ------------------------------------------------------------------------------
     def error(self, summary: str, details=()) -> TripyException:
@@ -132,6 +126,21 @@ class OpContext:
         from jax import lax
 
         return lax
+
+
+_TYPE_INFO: dict = {}
+
+
+def type_info(t) -> tuple[tuple[int | None, ...], np.dtype]:
+    """(shape with None for dynamic dims, numpy dtype) of an MLIR tensor type, memoised (types are immutable)."""
+    entry = _TYPE_INFO.get(id(t))  # by identity: hashing an xDSL type hashes all its parameters
+    if entry is None or entry[0] is not t:
+        from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of, shape_of
+
+        if len(_TYPE_INFO) > 65536:
+            _TYPE_INFO.clear()
+        entry = _TYPE_INFO[id(t)] = (t, (shape_of(t), np.dtype(NUMPY_DTYPES[elem_of(t)])))
+    return entry[1]
 
 
 Translation = Callable[[Any, list, OpContext], list]
@@ -333,7 +342,34 @@ def _constant(op, args, ctx):
     return [constant_value(op, ctx.program)]
 
 
+_PLAIN_STORAGE = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                                         np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
 def constant_value(op, program) -> np.ndarray:
+    value = _plain_dense(op.properties.get("weights"))
+    if value is not None:
+        return value
+    return _constant_value(op, program)
+
+
+def _plain_dense(attr) -> np.ndarray | None:
+    """A ``dense<...>`` payload stored as its own numpy dtype, read without the general path's lookups."""
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+
+    if not isinstance(attr, DenseIntOrFPElementsAttr) or np.little_endian is False:
+        return None
+    shape, dt = type_info(attr.type)
+    if dt not in _PLAIN_STORAGE:
+        return None
+    flat = np.frombuffer(attr.data.data, dtype=dt)
+    n = math.prod(shape)
+    if flat.size == 1 and n != 1:
+        return np.broadcast_to(flat.reshape(()), shape).copy()
+    return flat.reshape(shape)
+
+
+def _constant_value(op, program) -> np.ndarray:
     if program is not None and hasattr(program, "constant_value"):
         try:
             return np.asarray(program.constant_value(op))

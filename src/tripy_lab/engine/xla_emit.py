@@ -1,0 +1,163 @@
+"""StableHLO text emitted straight from the tensorrt MLIR ops, compiled without re-tracing through jax.
+
+``emit_module`` walks ``program.ops()`` once: static values (shapes, small constants, shape arithmetic) are
+computed in numpy by the same ``xla_ops`` translations the jax path uses, so both paths fold the same
+numbers; every other op is written as StableHLO by ``xla_emit_ops.TABLE[op.name]``. Each op carries the
+location ``jit(main)/<scope>/<prim>`` (``xla.scope_name``), which XLA turns into the ``op_name`` metadata
+the layer table reads, exactly as jax's named scopes do.
+
+``swap_into`` puts the parsed module into a ``jax.stages.Lowered`` of a trivial function with the same
+argument and result types (``keep_unused=True``), so compiling, ``as_text``, ``serialize_executable``,
+the profiler and the layer table keep working unchanged. That replaces one private attribute
+(``Lowered._lowering._hlo``, present since jax 0.4 and in 0.10 / 0.11); where it is missing ``swap_into``
+returns False and the engine traces through jax as before.
+
+An op (or dtype, or attribute) the table does not emit raises ``Fallback`` with the reason; the engine then
+traces the whole program through jax and says why in the build notes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import ml_dtypes
+import numpy as np
+
+
+class Fallback(Exception):
+    """This program (op, dtype, attribute) is not emitted natively: trace it through jax instead."""
+
+
+MLIR_ELEMENT = {np.dtype(np.bool_): "i1", np.dtype(np.int8): "i8", np.dtype(np.int16): "i16",
+                np.dtype(np.int32): "i32", np.dtype(np.int64): "i64", np.dtype(np.uint8): "ui8",
+                np.dtype(np.uint16): "ui16", np.dtype(np.uint32): "ui32", np.dtype(np.uint64): "ui64",
+                np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float32): "f32",
+                np.dtype(np.float64): "f64"}
+
+
+@lru_cache(maxsize=4096)
+def tensor_type(shape, dtype) -> str:
+    elem = MLIR_ELEMENT.get(np.dtype(dtype))
+    if elem is None:
+        raise Fallback(f"dtype {np.dtype(dtype).name} is not emitted natively")
+    return "tensor<" + "".join(f"{d}x" for d in shape) + elem + ">"
+
+
+@dataclass(frozen=True)
+class Val:
+    """An SSA value of the emitted function (a traced tensor)."""
+
+    name: str
+    shape: tuple
+    dtype: np.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @cached_property
+    def type(self) -> str:
+        return tensor_type(self.shape, self.dtype)
+
+
+def _attr_text(attrs: dict) -> str:
+    return " {" + ", ".join(f"{k} = {v}" for k, v in attrs.items()) + "}" if attrs else ""
+
+
+def i64_array(values) -> str:
+    return "array<i64" + (": " + ", ".join(str(int(v)) for v in values) if len(values) else "") + ">"
+
+
+class Emitter:
+    """Appends generic-form StableHLO ops to the body of ``@main``; one op per call."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self._count = 0
+        self.scope = ""
+
+    def _fresh(self) -> str:
+        self._count += 1
+        return f"%v{self._count}"
+
+    def _loc(self, prim: str) -> str:
+        name = f"jit(main)/{self.scope}/{prim}" if self.scope else "jit(main)"
+        return f'loc("{name}")'
+
+    def op(self, name: str, operands, shape, dtype, attrs: dict | None = None, region: str = "",
+           prim: str | None = None) -> Val:
+        out = Val(self._fresh(), tuple(int(d) for d in shape), np.dtype(dtype))
+        ins = ", ".join(v.name for v in operands)
+        types = ", ".join(v.type for v in operands)
+        region = f" ({region})" if region else ""
+        self.lines.append(f'{out.name} = "{name}"({ins}){region}{_attr_text(attrs or {})} : ({types}) -> '
+                          f"{out.type} {self._loc(prim or name.split('.')[-1])}")
+        return out
+
+    def const(self, value) -> Val:
+        arr = np.asarray(value)  # (not ascontiguousarray: it makes 0-d arrays 1-d; tobytes is C order anyway)
+        if arr.size == 0:
+            raise Fallback("empty constant")
+        dt = arr.dtype
+        ttype = tensor_type(arr.shape, dt)
+        flat = np.ascontiguousarray(arr.astype(np.uint8) if dt == np.bool_ else arr).reshape(-1)
+        first = flat[:1]
+        splat = bool(np.all(flat.view(np.uint8).reshape(arr.size, -1) == first.view(np.uint8)))  # bitwise
+        data = (first if splat else flat).tobytes().hex().upper()
+        out = Val(self._fresh(), tuple(arr.shape), dt)
+        self.lines.append(f'{out.name} = "stablehlo.constant"() {{value = dense<"0x{data}"> : {ttype}}} : () -> '
+                          f'{ttype} loc("jit(main)")')
+        return out
+
+    def ret(self, values) -> None:
+        self.lines.append(f'"func.return"({", ".join(v.name for v in values)}) : '
+                          f'({", ".join(v.type for v in values)}) -> () loc("jit(main)")')
+
+
+def module_text(arg_names, arg_vals, body_lines) -> str:
+    """``module { func.func public @main(...) }`` around the emitted body (result types from the return)."""
+    params = ", ".join(f'{v.name}: {v.type} loc("{n}")' for n, v in zip(arg_names, arg_vals))
+    ret = body_lines[-1]
+    res_types = ret[ret.index(": (") + 3:ret.rindex(") -> ()")]
+    body = "\n    ".join(body_lines)
+    return (f"module @jit_main {{\n  func.func public @main({params}) -> ({res_types}) {{\n    {body}\n  }}\n}}\n")
+
+
+def swap_into(lowered, text: str) -> bool:
+    """Parse ``text`` in the context of ``lowered``'s module and make it the module ``lowered`` compiles.
+
+    Module attributes and the argument / result attributes of ``@main`` (shardings, result names) are
+    copied from the module jax made, so the parsed one is what jax would hand to XLA. False: this jax has
+    no such attribute (the caller falls back to tracing)."""
+    lowering = getattr(lowered, "_lowering", None)
+    old = getattr(lowering, "_hlo", None)
+    try:
+        from jax._src.lib.mlir import ir
+    except ImportError:  # pragma: no cover - jax without its MLIR bindings
+        return False
+    if not isinstance(old, ir.Module):
+        return False
+    with old.context, ir.Location.unknown():
+        new = ir.Module.parse(text)
+        attrs = old.operation.attributes
+        for i in range(len(attrs)):  # by index: iterating yields names on some jaxlibs, pairs on others
+            if attrs[i].name != "sym_name":
+                new.operation.attributes[attrs[i].name] = attrs[i].attr
+        old_main, new_main = _main(old), _main(new)
+        for name in ("arg_attrs", "res_attrs", "sym_visibility"):
+            if name in old_main.attributes:
+                new_main.attributes[name] = old_main.attributes[name]
+    lowering._hlo = new
+    return True
+
+
+def _main(module):
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and op.attributes["sym_name"].value == "main":
+            return op.operation
+    raise Fallback("jax's module has no @main")

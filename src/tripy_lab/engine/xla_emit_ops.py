@@ -1,0 +1,536 @@
+"""The direct StableHLO emitter's table: MLIR op name -> ``fn(op, args, ctx, em) -> [results]``, or FALLBACK.
+
+Same calling convention as ``xla_ops.TABLE`` (``ctx`` is an ``xla_ops.OpContext`` for attributes and
+result types) plus ``em``, the ``xla_emit.Emitter`` the ops are written to. ``args`` are ``Val``s
+(traced tensors) or numpy arrays (static values, written as constants where a tensor needs them).
+
+Each emitted op sequence is the one jax makes from the matching ``xla_ops`` translation (same primitives,
+same operand order, same dtypes), so the executables compute the same bits; tests/engine/test_xla_emit.py
+compiles programs both ways and compares them bit for bit. Ops marked FALLBACK (and any dtype or attribute
+an emitter refuses with ``Fallback``) make the engine trace the whole program through jax.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from tripy_lab.engine.semantics import is_float, is_int
+from tripy_lab.engine.xla_emit import Fallback, Val, i64_array
+from tripy_lab.engine.xla_ops import _is_low_float, _unit_dims_to_drop
+
+FALLBACK = "fallback"
+TABLE: dict[str, object] = {}
+
+
+def register(name: str):
+    def deco(fn):
+        TABLE["tensorrt." + name] = fn
+        return fn
+
+    return deco
+
+
+for _name in ("gather", "linspace", "normalization", "convolution", "deconvolution", "pooling", "resize_nearest",
+              "resize_linear", "resize_cubic", "top_k", "quantize", "dequantize", "opaque_plugin"):
+    TABLE["tensorrt." + _name] = FALLBACK
+
+
+# ---------------------------------------------------------------------------------------------- building blocks
+def val(em, x) -> Val:
+    return x if isinstance(x, Val) else em.const(np.asarray(x))
+
+
+def bcast(em, v: Val, shape) -> Val:
+    shape = tuple(shape)
+    if v.shape == shape:
+        return v
+    dims = range(len(shape) - v.ndim, len(shape))  # numpy's right alignment
+    return em.op("stablehlo.broadcast_in_dim", [v], shape, v.dtype, {"broadcast_dimensions": i64_array(dims)},
+                 prim="broadcast_in_dim")
+
+
+def _same_dtype(*vs) -> np.dtype:
+    dts = {v.dtype for v in vs}
+    if len(dts) != 1:
+        raise Fallback(f"operands of mixed dtypes {sorted(d.name for d in dts)}")
+    return dts.pop()
+
+
+def _common_shape(*shapes) -> tuple:
+    return shapes[0] if all(s == shapes[0] for s in shapes) else tuple(np.broadcast_shapes(*shapes))
+
+
+def binary(em, name: str, a, b, prim: str, out_dtype=None) -> Val:
+    a, b = val(em, a), val(em, b)
+    dt = _same_dtype(a, b)
+    shape = _common_shape(a.shape, b.shape)
+    return em.op(name, [bcast(em, a, shape), bcast(em, b, shape)], shape, out_dtype or dt, prim=prim)
+
+
+def unary(em, name: str, x, prim: str) -> Val:
+    x = val(em, x)
+    return em.op(name, [x], x.shape, x.dtype, prim=prim)
+
+
+def _cmp_type(dt) -> str:
+    d = np.dtype(dt)
+    if is_float(d):
+        return "FLOAT"
+    return "SIGNED" if d.kind == "i" else "UNSIGNED"
+
+
+def compare(em, a, b, direction: str, prim: str) -> Val:
+    a, b = val(em, a), val(em, b)
+    dt = _same_dtype(a, b)
+    shape = _common_shape(a.shape, b.shape)
+    attrs = {"comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+             "compare_type": f"#stablehlo<comparison_type {_cmp_type(dt)}>"}
+    return em.op("stablehlo.compare", [bcast(em, a, shape), bcast(em, b, shape)], shape, np.bool_, attrs, prim=prim)
+
+
+def select(em, c, t, e) -> Val:
+    c, t, e = val(em, c), val(em, t), val(em, e)
+    dt = _same_dtype(t, e)
+    shape = _common_shape(c.shape, t.shape, e.shape)
+    return em.op("stablehlo.select", [bcast(em, c, shape), bcast(em, t, shape), bcast(em, e, shape)], shape, dt,
+                 prim="select_n")
+
+
+def convert(em, x, dt) -> Val:
+    x, dt = val(em, x), np.dtype(dt)
+    if x.dtype == dt:
+        return x
+    return em.op("stablehlo.convert", [x], x.shape, dt, prim="convert_element_type")
+
+
+def scalar(value, dt) -> np.ndarray:
+    return np.asarray(value, dtype=dt)
+
+
+def reshape(em, x, shape) -> Val:
+    x = val(em, x)
+    shape = tuple(int(d) for d in shape)
+    if shape.count(-1) == 1:  # numpy's inferred dim, as the translation's xp.reshape
+        rest = math.prod(d for d in shape if d != -1)
+        if rest and x.size % rest == 0:
+            shape = tuple(x.size // rest if d == -1 else d for d in shape)
+    if x.shape == shape:
+        return x
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise Fallback(f"reshape {x.shape} -> {shape}")
+    return em.op("stablehlo.reshape", [x], shape, x.dtype, prim="reshape")
+
+
+def transpose(em, x, perm) -> Val:
+    x, perm = val(em, x), tuple(int(p) for p in perm)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return em.op("stablehlo.transpose", [x], tuple(x.shape[p] for p in perm), x.dtype,
+                 {"permutation": i64_array(perm)}, prim="transpose")
+
+
+def convert_like_translation(em, x, dt) -> Val:
+    """``xla_ops._convert``: float -> int saturates (nan -> 0), -> bool is ``x != 0``, others convert."""
+    x, dt = val(em, x), np.dtype(dt)
+    if dt == np.bool_:
+        return compare(em, x, scalar(0, x.dtype), "NE", "ne")
+    if is_float(x.dtype) and is_int(dt):
+        return float_to_int(em, x, dt)
+    return convert(em, x, dt)
+
+
+def float_to_int(em, x, dt) -> Val:
+    """``semantics.float_to_int`` op for op."""
+    import ml_dtypes
+
+    info = ml_dtypes.iinfo(dt)
+    wide = np.float64 if np.dtype(x.dtype).itemsize >= 8 else np.float32
+    xf = convert(em, x, wide)
+    hi = compare(em, xf, scalar(info.max + 1, wide), "GE", "ge")
+    lo = compare(em, xf, scalar(info.min, wide), "LT", "lt")
+    nan = compare(em, xf, xf, "NE", "ne")
+    out_of_range = binary(em, "stablehlo.or", binary(em, "stablehlo.or", hi, lo, "or"), nan, "or")
+    trunc = select(em, compare(em, xf, scalar(0, wide), "LT", "lt"), unary(em, "stablehlo.ceil", xf, "ceil"),
+                   unary(em, "stablehlo.floor", xf, "floor"))
+    mid = convert(em, select(em, out_of_range, scalar(0, wide), trunc), dt)
+    return select(em, hi, scalar(info.max, dt), select(em, lo, scalar(info.min, dt), mid))
+
+
+def reduce(em, x: Val, axes, kind: str, init) -> Val:
+    """``stablehlo.reduce`` over ``axes`` with ``stablehlo.<kind>`` (the result drops those dims)."""
+    axes = sorted(int(a) % max(x.ndim, 1) for a in axes)
+    init = em.const(np.asarray(init, x.dtype))
+    t = Val("", (), x.dtype).type
+    body = (f'{{\n    ^bb0(%a: {t}, %b: {t}):\n      %r = "stablehlo.{kind}"(%a, %b) : ({t}, {t}) -> {t}\n'
+            f'      "stablehlo.return"(%r) : ({t}) -> ()\n    }}')
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    return em.op("stablehlo.reduce", [x, init], shape, x.dtype, {"dimensions": i64_array(axes)}, region=body,
+                 prim="reduce_" + _REDUCE_PRIM[kind])
+
+
+_REDUCE_PRIM = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}
+
+
+def keepdims(em, r: Val, x_shape, axes) -> Val:
+    axes = {int(a) % max(len(x_shape), 1) for a in axes}
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x_shape))
+    kept = [i for i in range(len(x_shape)) if i not in axes]
+    return em.op("stablehlo.broadcast_in_dim", [r], shape, r.dtype, {"broadcast_dimensions": i64_array(kept)},
+                 prim="broadcast_in_dim")
+
+
+def float_only(x, what: str):
+    if not is_float(x.dtype) or not isinstance(x, (Val, np.ndarray)):
+        raise Fallback(f"{what} on {np.dtype(x.dtype).name}")
+
+
+# ---------------------------------------------------------------------------------------------- element-wise
+_EW = {"kSUM": "add", "kPROD": "multiply", "kMAX": "maximum", "kMIN": "minimum", "kSUB": "subtract"}
+_LOGIC = {"kAND": "and", "kOR": "or", "kXOR": "xor"}
+_CMP = {"kEQUAL": "EQ", "kGREATER": "GT", "kLESS": "LT"}
+
+
+@register("element_wise")
+def _element_wise(op, args, ctx, em):
+    a, b = args
+    kind = ctx.attr("elementwiseOperation")
+    dt = np.dtype(a.dtype)
+    if kind in _EW:
+        if dt == np.bool_:
+            raise Fallback(f"{kind} on bool")
+        return [binary(em, f"stablehlo.{_EW[kind]}", a, b, _EW[kind][:3] if kind != "kSUB" else "sub")]
+    if kind in _LOGIC:
+        if dt != np.bool_:
+            raise Fallback(f"{kind} on {dt.name}")
+        return [binary(em, f"stablehlo.{_LOGIC[kind]}", a, b, _LOGIC[kind])]
+    if kind in _CMP:
+        return [compare(em, a, b, _CMP[kind], _CMP[kind].lower())]
+    if kind in ("kDIV", "kFLOOR_DIV") and is_int(dt):
+        return [int_divide(em, a, b, kind)]
+    float_only(a, kind)
+    if kind == "kDIV":
+        return [binary(em, "stablehlo.divide", a, b, "div")]
+    if kind == "kFLOOR_DIV":  # semantics.float_floor_divide
+        q = binary(em, "stablehlo.divide", a, b, "div")
+        exact = compare(em, binary(em, "stablehlo.remainder", a, b, "rem"), scalar(0, dt), "EQ", "eq")
+        return [select(em, exact, unary(em, "stablehlo.round_nearest_even", q, "round"),
+                       unary(em, "stablehlo.floor", q, "floor"))]
+    if kind == "kPOW":
+        return [binary(em, "stablehlo.power", a, b, "pow")]
+    raise Fallback(f"element-wise {kind}")
+
+
+def int_divide(em, a, b, kind):
+    """``semantics.int_divide``: jnp.floor_divide of the safe divisor, kDIV's correction, 0 where b == 0."""
+    a, b = val(em, a), val(em, b)
+    dt = _same_dtype(a, b)
+    shape = _common_shape(a.shape, b.shape)
+    a, b = bcast(em, a, shape), bcast(em, b, shape)
+    zero = compare(em, b, scalar(0, dt), "EQ", "eq")
+    safe = select(em, zero, scalar(1, dt), b)
+    div = binary(em, "stablehlo.divide", a, safe, "div")
+    if dt.kind == "u":
+        q = div
+    else:  # jnp.floor_divide: truncating division, one less where the signs differ and it was inexact
+        signs = compare(em, unary(em, "stablehlo.sign", a, "sign"), unary(em, "stablehlo.sign", safe, "sign"),
+                        "NE", "ne")
+        inexact = compare(em, binary(em, "stablehlo.remainder", a, safe, "rem"), scalar(0, dt), "NE", "ne")
+        q = select(em, binary(em, "stablehlo.and", signs, inexact, "and"),
+                   binary(em, "stablehlo.subtract", div, scalar(1, dt), "sub"), div)
+    if kind == "kDIV":
+        r = binary(em, "stablehlo.subtract", a, binary(em, "stablehlo.multiply", q, safe, "mul"), "sub")
+        neg = compare(em, compare(em, a, scalar(0, dt), "LT", "lt"), compare(em, safe, scalar(0, dt), "LT", "lt"),
+                      "NE", "ne")
+        fix = binary(em, "stablehlo.and", compare(em, r, scalar(0, dt), "NE", "ne"), neg, "and")
+        q = binary(em, "stablehlo.add", q, convert(em, fix, dt), "add")
+    return select(em, zero, scalar(0, dt), q)
+
+
+_UNARY = {"kEXP": "stablehlo.exponential", "kLOG": "stablehlo.log", "kSQRT": "stablehlo.sqrt",
+          "kABS": "stablehlo.abs", "kNEG": "stablehlo.negate", "kSIN": "stablehlo.sine", "kCOS": "stablehlo.cosine",
+          "kTAN": "stablehlo.tan", "kCEIL": "stablehlo.ceil", "kFLOOR": "stablehlo.floor",
+          "kSIGN": "stablehlo.sign", "kROUND": "stablehlo.round_nearest_even", "kSINH": "chlo.sinh",
+          "kCOSH": "chlo.cosh", "kASIN": "chlo.asin", "kACOS": "chlo.acos", "kATAN": "chlo.atan",
+          "kASINH": "chlo.asinh", "kACOSH": "chlo.acosh", "kATANH": "chlo.atanh", "kERF": "chlo.erf"}
+_INT_UNARY = {"kABS", "kNEG", "kSIGN"}
+
+
+@register("unary")
+def _unary(op, args, ctx, em):
+    (x,) = args
+    kind = ctx.attr("unaryOperation")
+    dt = np.dtype(x.dtype)
+    if kind == "kNOT" and dt == np.bool_:
+        return [unary(em, "stablehlo.not", x, "not")]
+    if kind == "kRECIP" and is_float(dt):
+        return [binary(em, "stablehlo.divide", scalar(1, dt), x, "div")]
+    if kind == "kROUND" and is_int(dt):
+        return [val(em, x)]  # jnp.round of an integer is the integer
+    if kind not in _UNARY or not (is_float(dt) or (kind in _INT_UNARY and is_int(dt) and dt.kind == "i")):
+        raise Fallback(f"unary {kind} on {dt.name}")
+    if kind == "kERF" and _is_low_float(dt):
+        raise Fallback("kERF on a 16-bit float")  # jax upcasts erf of f16/bf16 itself
+    name = _UNARY[kind]
+    return [unary(em, name, x, name.split(".")[-1])]
+
+
+@register("activation")
+def _activation(op, args, ctx, em):
+    (x,) = args
+    x = val(em, x)
+    float_only(x, "activation")
+    if _is_low_float(x.dtype):  # f16/bf16 compute in f32, one rounding at the end (as the jax translation)
+        (y,) = _activation(op, [convert(em, x, np.float32)], ctx, em)
+        return [convert(em, y, x.dtype)]
+    kind, dt = ctx.attr("activationType"), x.dtype
+    a, b = scalar(ctx.attr("alpha", 0.0), dt), scalar(ctx.attr("beta", 0.0), dt)
+    zero, one, half = scalar(0, dt), scalar(1, dt), scalar(0.5, dt)
+
+    def ew(name, p, q):
+        return binary(em, f"stablehlo.{name}", p, q, name[:3])
+
+    def expm1_like(v):  # a * (exp(v) - 1)
+        return ew("multiply", a, ew("subtract", unary(em, "stablehlo.exponential", v, "exp"), one))
+
+    if kind == "kRELU":
+        return [ew("maximum", x, zero)]
+    if kind == "kSIGMOID":
+        e = unary(em, "stablehlo.exponential", unary(em, "stablehlo.negate", x, "neg"), "exp")
+        return [ew("divide", one, ew("add", one, e))]
+    if kind == "kTANH":
+        return [unary(em, "stablehlo.tanh", x, "tanh")]
+    if kind == "kLEAKY_RELU":
+        return [select(em, compare(em, x, zero, "GE", "ge"), x, ew("multiply", a, x))]
+    if kind == "kELU":
+        return [select(em, compare(em, x, zero, "GE", "ge"), x, expm1_like(x))]
+    if kind == "kSELU":
+        return [ew("multiply", b, select(em, compare(em, x, zero, "GT", "gt"), x, expm1_like(x)))]
+    if kind == "kSOFTSIGN":
+        return [ew("divide", x, ew("add", one, unary(em, "stablehlo.abs", x, "abs")))]
+    if kind == "kSOFTPLUS":
+        z = ew("multiply", b, x)
+        tail = unary(em, "stablehlo.log_plus_one", unary(em, "stablehlo.exponential", unary(
+            em, "stablehlo.negate", unary(em, "stablehlo.abs", z, "abs"), "neg"), "exp"), "log1p")
+        return [ew("multiply", a, ew("add", ew("maximum", z, zero), tail))]
+    if kind == "kCLIP":
+        return [ew("minimum", ew("maximum", x, a), b)]
+    if kind == "kHARD_SIGMOID":
+        return [ew("maximum", zero, ew("minimum", one, ew("add", ew("multiply", a, x), b)))]
+    if kind == "kSCALED_TANH":
+        return [ew("multiply", a, unary(em, "stablehlo.tanh", ew("multiply", b, x), "tanh"))]
+    if kind == "kTHRESHOLDED_RELU":
+        return [select(em, compare(em, x, a, "GT", "gt"), x, zero)]
+    if kind == "kGELU_ERF":
+        inner = unary(em, "chlo.erf", ew("divide", x, scalar(math.sqrt(2.0), dt)), "erf")
+        return [ew("multiply", ew("multiply", half, x), ew("add", one, inner))]
+    if kind == "kGELU_TANH":
+        c, k = scalar(math.sqrt(2.0 / math.pi), dt), scalar(0.044715, dt)
+        cube = ew("multiply", ew("multiply", ew("multiply", k, x), x), x)
+        t = unary(em, "stablehlo.tanh", ew("multiply", c, ew("add", x, cube)), "tanh")
+        return [ew("multiply", ew("multiply", half, x), ew("add", one, t))]
+    raise Fallback(f"activation {kind}")
+
+
+# ---------------------------------------------------------------------------------------------- linear algebra
+@register("matrix_multiply")
+def _matrix_multiply(op, args, ctx, em):
+    a, b = (val(em, v) for v in args)
+    op0, op1 = ctx.attr("op0", "kNONE"), ctx.attr("op1", "kNONE")
+    if "kVECTOR" in (op0, op1) or a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
+        raise Fallback("matrix_multiply with vectors or broadcast batch dims")
+    if not is_float(a.dtype):
+        raise Fallback(f"matrix_multiply on {np.dtype(a.dtype).name}")
+    _same_dtype(a, b)
+    swap = list(range(a.ndim - 2)) + [a.ndim - 1, a.ndim - 2]
+    if op0 == "kTRANSPOSE":
+        a = transpose(em, a, swap)
+    if op1 == "kTRANSPOSE":
+        b = transpose(em, b, swap)
+    n = a.ndim
+    batch = list(range(n - 2))
+    prec = "HIGHEST" if np.dtype(a.dtype) == np.float32 else "DEFAULT"  # exact f32, like the jax translation
+    dims = (f"#stablehlo.dot<lhs_batching_dimensions = [{', '.join(map(str, batch))}], rhs_batching_dimensions = "
+            f"[{', '.join(map(str, batch))}], lhs_contracting_dimensions = [{n - 1}], "
+            f"rhs_contracting_dimensions = [{n - 2}]>")
+    attrs = {"dot_dimension_numbers": dims,
+             "precision_config": f"[#stablehlo<precision {prec}>, #stablehlo<precision {prec}>]"}
+    shape = tuple(a.shape[:-1]) + (b.shape[-1],)
+    return [em.op("stablehlo.dot_general", [a, b], shape, a.dtype, attrs, prim="dot_general")]
+
+
+_REDUCE = {"kSUM": ("add", 0), "kPROD": ("multiply", 1), "kMAX": ("maximum", None), "kMIN": ("minimum", None)}
+
+
+@register("reduce")
+def _reduce(op, args, ctx, em):
+    (x,) = args
+    x = val(em, x)
+    axes = tuple(ctx.attr("reduceAxes", ()))
+    keep = bool(ctx.attr("keepDimensions", False))
+    kind = ctx.attr("reduceOperation")
+    dt = np.dtype(x.dtype)
+    if kind not in (*_REDUCE, "kAVG") or dt == np.bool_ or (kind == "kAVG" and not is_float(dt)):
+        raise Fallback(f"reduce {kind} on {dt.name}")
+    acc = convert(em, x, np.float32) if _is_low_float(dt) and kind in ("kSUM", "kPROD", "kAVG") else x
+    if kind in ("kSUM", "kPROD", "kAVG") and is_int(dt) and dt.itemsize < 4:
+        raise Fallback(f"reduce {kind} on {dt.name}")  # jnp promotes small ints first
+    name, init = _REDUCE["kSUM" if kind == "kAVG" else kind]
+    if init is None:
+        init = (-np.inf if kind == "kMAX" else np.inf) if is_float(dt) else (
+            np.iinfo(dt).min if kind == "kMAX" else np.iinfo(dt).max)
+    r = reduce(em, acc, axes, name, init)
+    if keep:
+        r = keepdims(em, r, x.shape, axes)
+    if kind == "kAVG":
+        count = int(np.prod([x.shape[int(a) % x.ndim] for a in axes], dtype=np.int64)) if axes else 1
+        r = binary(em, "stablehlo.divide", r, scalar(count, acc.dtype), "div")
+    return [convert(em, r, dt)]
+
+
+@register("softmax")
+def _softmax(op, args, ctx, em):
+    (x,) = args
+    x = val(em, x)
+    float_only(x, "softmax")
+    axis, dt = int(ctx.attr("axis")) % x.ndim, x.dtype
+    xf = convert(em, x, np.float32) if _is_low_float(dt) else x
+    m = reduce(em, xf, (axis,), "maximum", -np.inf)
+    m = binary(em, "stablehlo.maximum", scalar(-np.inf, xf.dtype), m, "max")  # jnp.max(..., initial=-inf)
+    e = unary(em, "stablehlo.exponential", binary(em, "stablehlo.subtract", xf, keepdims(em, m, xf.shape, (axis,)),
+                                                  "sub"), "exp")
+    s = keepdims(em, reduce(em, e, (axis,), "add", 0), xf.shape, (axis,))
+    return [convert(em, binary(em, "stablehlo.divide", e, s, "div"), dt)]
+
+
+# ---------------------------------------------------------------------------------------------- shapes, data movement
+@register("constant")
+def _constant(op, args, ctx, em):
+    if ctx.index in ctx.lifted:
+        return [ctx.lifted[ctx.index]]
+    from tripy_lab.engine.xla_ops import constant_value
+
+    return [constant_value(op, ctx.program)]
+
+
+@register("shape")
+def _shape(op, args, ctx, em):
+    return [np.asarray(args[0].shape, dtype=ctx.result_dtype())]
+
+
+def _static_shape(ctx, name: str):
+    from tripy_lab.engine.xla_ops import _target_shape
+
+    return _target_shape(ctx, ctx.operand(name))
+
+
+@register("reshape")
+def _reshape(op, args, ctx, em):
+    return [reshape(em, ctx.operand("input"), _static_shape(ctx, "shape"))]
+
+
+@register("transpose")
+def _transpose(op, args, ctx, em):
+    return [transpose(em, args[0], ctx.attr("permutation"))]
+
+
+@register("broadcast")
+def _broadcast(op, args, ctx, em):
+    x = val(em, ctx.operand("input"))
+    shape = tuple(_static_shape(ctx, "shape"))
+    dims = tuple(ctx.attr("broadcast_dims", ()))
+    if len(dims) != x.ndim:
+        if dims or x.ndim > len(shape):
+            raise Fallback("broadcast_dims of the wrong length")  # the jax path raises the user's error
+        dims = tuple(range(len(shape) - x.ndim, len(shape)))
+    if any(x.shape[i] not in (1, shape[d]) for i, d in enumerate(dims)):
+        raise Fallback("broadcast of a non-unit dim")  # the jax path raises the user's error
+    if len(set(dims)) != len(dims):
+        raise Fallback("repeated broadcast_dims")
+    # broadcast_in_dim takes unordered dims and unit dims stretch: the same values as the translation's
+    # transpose + reshape + broadcast_to
+    return [em.op("stablehlo.broadcast_in_dim", [x], shape, x.dtype, {"broadcast_dimensions": i64_array(dims)},
+                  prim="broadcast_in_dim")]
+
+
+@register("concatenation")
+def _concatenation(op, args, ctx, em):
+    vs = [val(em, v) for v in args]
+    dt = _same_dtype(*vs)
+    axis = int(ctx.attr("axis", 0)) % vs[0].ndim
+    shape = list(vs[0].shape)
+    shape[axis] = sum(v.shape[axis] for v in vs)
+    if len(vs) == 1:
+        return [vs[0]]
+    return [em.op("stablehlo.concatenate", vs, shape, dt, {"dimension": f"{axis} : i64"}, prim="concatenate")]
+
+
+@register("select")
+def _select(op, args, ctx, em):
+    return [select(em, *args)]
+
+
+@register("cast")
+def _cast(op, args, ctx, em):
+    return [convert_like_translation(em, args[0], ctx.result_dtype())]
+
+
+TABLE["tensorrt.identity"] = _cast
+
+
+@register("collapse_rank")
+def _collapse_rank(op, args, ctx, em):
+    (x,) = args
+    drop = _unit_dims_to_drop(tuple(x.shape), ctx.operand_type_shape("input"), ctx.result_shape())
+    if drop is None:
+        raise Fallback("collapse_rank of non-unit dims")  # the jax path raises the user's error
+    return [reshape(em, x, tuple(d for i, d in enumerate(x.shape) if i not in drop))]
+
+
+@register("expand_rank")
+def _expand_rank(op, args, ctx, em):
+    (x,) = args
+    out_t = ctx.result_shape()
+    k = len(out_t) - len(x.shape)
+    for combo in itertools.combinations([i for i, d in enumerate(out_t) if d == 1], k):
+        it = iter(x.shape)
+        shape = [1 if i in combo else next(it) for i in range(len(out_t))]
+        if all(t is None or t == d for t, d in zip(out_t, shape)):
+            return [reshape(em, x, shape)]
+    raise Fallback("expand_rank of non-unit dims")
+
+
+@register("shuffle")
+def _shuffle(op, args, ctx, em):
+    x = val(em, ctx.operand("input"))
+    x = transpose(em, x, tuple(ctx.attr("first_transpose", tuple(range(x.ndim)))))
+    dyn = ctx.operand("dynamic_reshape")
+    shape = ctx.static_ints(dyn, "dynamic_reshape") if dyn is not None else ctx.attr("reshape", None)
+    if shape is not None and (len(shape) or x.size == 1):
+        zero_ph = bool(ctx.attr("zero_is_placeholder", True))
+        shape = tuple(x.shape[i] if (d == 0 and zero_ph) else d for i, d in enumerate(shape))
+        if any(d < 0 for d in shape):
+            raise Fallback("shuffle reshape with -1")
+        x = reshape(em, x, shape)
+    second = ctx.attr("second_transpose", ())
+    return [transpose(em, x, tuple(second)) if second else x]
+
+
+@register("slice")
+def _slice(op, args, ctx, em):
+    x = val(em, ctx.operand("input"))
+    start, size, stride = (ctx.operand(n) for n in ("start", "size", "stride"))
+    start = ctx.static_ints(start, "start") if start is not None else tuple(ctx.attr("static_start", ()))
+    size = ctx.static_ints(size, "size") if size is not None else tuple(ctx.attr("static_size", ()))
+    stride = ctx.static_ints(stride, "stride") if stride is not None else tuple(ctx.attr("static_stride", ()))
+    stride = stride or (1,) * x.ndim
+    if not (len(start) == len(size) == len(stride) == x.ndim) or any(s <= 0 for s in size) \
+            or any(s <= 0 for s in stride):
+        raise Fallback("slice with empty, negative-stride or mismatched start/size/stride")
+    limit = [st + (sz - 1) * sd + 1 for st, sz, sd in zip(start, size, stride)]
+    if any(st < 0 for st in start) or any(lim > n for lim, n in zip(limit, x.shape)):
+        raise Fallback("slice out of bounds")  # kFILL/kWRAP/... or the user's error: the jax path handles it
+    attrs = {"start_indices": i64_array(start), "limit_indices": i64_array(limit), "strides": i64_array(stride)}
+    return [em.op("stablehlo.slice", [x], size, x.dtype, attrs, prim="slice")]
