@@ -641,11 +641,18 @@ class XlaCompiled(CompiledEngine):
     def _direct_lowering(self, shapes, dims, pnames, signature, avals):
         """(relower(options) -> (jitted, lowered) of the emitted StableHLO, "") or (None, why not)."""
         from tripy_lab.engine import xla_attention
-        from tripy_lab.engine.xla_emit import Fallback, swap_into
+        from tripy_lab.engine.xla_emit import Fallback, replacement_works, swap_into
 
+        if why := replacement_works():
+            return None, why
         mode = xla_attention.MODE
         if self._attention and not (mode == "off" or (mode == "auto" and self.device.platform == "cpu")):
             return None, f"{len(self._attention)} attention pattern(s) may be fused (xla_attention.MODE={mode!r})"
+        from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE
+
+        missing = sorted({p.op.name for p in self._plans if TABLE.get(p.op.name, FALLBACK) == FALLBACK})
+        if missing:
+            return None, f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not emitted natively"
         try:
             text, outs = self._emit_stablehlo(shapes, dims, pnames)
         except Fallback as exc:

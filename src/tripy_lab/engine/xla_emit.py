@@ -156,6 +156,35 @@ def swap_into(lowered, text: str) -> bool:
     return True
 
 
+_SELF_TEST: list = []  # [verdict]: "" when a replaced module is what this jax compiles and runs, else why not
+
+
+def replacement_works() -> str:
+    """Once per process: swap ``x + 1`` into the lowering of ``zeros_like(x)``, compile and run it. "" when the
+    result is ``x + 1`` (jax compiles the module we put in), else why the direct path is off."""
+    if _SELF_TEST:
+        return _SELF_TEST[0]
+    import jax
+    import jax.numpy as jnp
+
+    t = "tensor<2xf32>"
+    text = (f'module @jit_main {{\n  func.func public @main(%arg0: {t} loc("x")) -> ({t}) {{\n'
+            f'    %v1 = "stablehlo.constant"() {{value = dense<"0x0000803F"> : {t}}} : () -> {t} loc("jit(main)")\n'
+            f'    %v2 = "stablehlo.add"(%arg0, %v1) : ({t}, {t}) -> {t} loc("jit(main)")\n'
+            f'    "func.return"(%v2) : ({t}) -> () loc("jit(main)")\n  }}\n}}\n')
+    try:
+        lowered = jax.jit(lambda x: jnp.zeros_like(x), keep_unused=True).lower(jax.ShapeDtypeStruct((2,), np.float32))
+        if not swap_into(lowered, text):
+            verdict = f"jax {jax.__version__}: Lowered has no module to replace"
+        else:
+            out = np.asarray(lowered.compile()(np.array([1.0, 2.0], np.float32)))
+            verdict = "" if out.tolist() == [2.0, 3.0] else f"jax {jax.__version__} did not run the replaced module"
+    except Exception as exc:  # a jax whose internals moved: trace through jax instead
+        verdict = f"jax {jax.__version__}: replacing the module failed ({type(exc).__name__})"
+    _SELF_TEST.append(verdict)
+    return verdict
+
+
 def _main(module):
     for op in module.body.operations:
         if op.operation.name == "func.func" and op.attributes["sym_name"].value == "main":

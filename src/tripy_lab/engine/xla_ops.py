@@ -113,7 +113,8 @@ class OpContext:
         return tuple(int(v) for v in np.asarray(self.static(value, what)).reshape(-1))
 
     def scalar(self, value, dtype):
-        return self.xp.asarray(value, dtype=dtype)
+        # numpy in both modes: jax takes it as the same constant, without jnp.asarray's dispatch per call
+        return np.asarray(value, dtype=dtype)
 
     @property
     def jnp(self):
