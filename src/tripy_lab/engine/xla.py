@@ -2,10 +2,20 @@
 
 How a program runs
 ------------------
-* Each MLIR op is translated by ``xla_ops.TABLE[op.name]`` inside ``jax.named_scope("<t5>__op<i>")``
-  (the op's trace name, sanitised, plus its index in ``program.ops()``); that scope lands in the
-  ``op_name`` metadata of every HLO instruction XLA makes from it, which is how the layer table maps
-  fused kernels back to trace ops and user lines (``xla_layers``).
+* **StableHLO straight from the MLIR** (``DIRECT_STABLEHLO``, the default): ``xla_emit`` writes each
+  MLIR op as StableHLO text (``xla_emit_ops.TABLE``, the same primitives the jax translations make, so the
+  same bits) located at ``jit(main)/<t5>__op<i>/<prim>``, and puts the parsed module into the ``Lowered``
+  of a stub jax function with the same argument and result types; that ``Lowered`` is compiled, stored
+  and called like any other. A program with an op the table marks ``fallback`` (convolutions, pooling,
+  resize, gather, top-k, (de)quantize, normalization, linspace, plugins), an attribute or dtype an
+  emitter refuses, or an attention pattern that may be fused (CUDA) is traced through jax instead, with
+  a note "StableHLO traced through jax (why)". A once-per-process self-test checks that the installed
+  jax compiles the module it is given (else every program is traced, with that reason).
+* Traced through jax, each MLIR op is translated by ``xla_ops.TABLE[op.name]`` inside
+  ``jax.named_scope("<t5>__op<i>")`` (the op's trace name, sanitised, plus its index in
+  ``program.ops()``). Either way that name lands in the ``op_name`` metadata of every HLO instruction XLA
+  makes from the op, which is how the layer table maps fused kernels back to trace ops and user lines
+  (``xla_layers``).
 * **Shapes are concrete.** XLA compiles one executable per concrete input signature: the data
   arguments' shapes plus the values of DimensionInputInfo arguments (host scalars). While tracing,
   shape computations (``tensorrt.shape``, slices of shapes, i32 scalar arithmetic, concatenations that
@@ -112,9 +122,16 @@ FOLD_CONSTANTS = True
 # not emit (and attention patterns that may be fused) are traced through jax, with a note saying why.
 DIRECT_STABLEHLO = True
 
+_SCOPE_BASES: dict[str, str] = {}
+
+
 def scope_name(trace_name: str | None, index: int) -> str:
     """The jax named scope of MLIR op ``index``: ``%t5`` -> ``t5__op3`` (``xla_layers`` reads it back)."""
-    base = re.sub(r"[^A-Za-z0-9_]", "_", trace_name or "").strip("_") or "anon"
+    base = _SCOPE_BASES.get(trace_name or "")
+    if base is None:
+        if len(_SCOPE_BASES) > 100_000:
+            _SCOPE_BASES.clear()
+        base = _SCOPE_BASES[trace_name or ""] = re.sub(r"[^A-Za-z0-9_]", "_", trace_name or "").strip("_") or "anon"
     return f"{base}__op{index}"
 
 
@@ -566,7 +583,8 @@ class XlaCompiled(CompiledEngine):
             lw = lower(*wanted[0])
             done = [(wanted[0][2], compile_or_note(lw))]
         else:  # each compile starts as soon as its signature is lowered, so lowering overlaps compiling
-            with ThreadPoolExecutor(max_workers=min(len(wanted), os.cpu_count() or 1)) as pool:
+            # at least one thread per profile point: on 2 cores, 3 compiles sharing them end sooner than 2 + 1
+            with ThreadPoolExecutor(max_workers=min(len(wanted), max(3, os.cpu_count() or 1))) as pool:
                 futures = []
                 for w in wanted:
                     lw = lower(*w)
@@ -681,7 +699,7 @@ class XlaCompiled(CompiledEngine):
         """The StableHLO text of one signature and its output values (``xla_emit``)."""
         from tripy_lab.engine.xla_emit import Emitter, Fallback, Val, module_text
         from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE, val
-        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, OpContext, type_info
+        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, OpContext, constant_value, type_info
 
         em, program, block_args = Emitter(), self.program, self._block_args
         env: dict = {block_args[i]: np.asarray(v, dtype=self._arg_dtypes[i]) for i, v in zip(self._dim_pos, dims)}
@@ -702,12 +720,12 @@ class XlaCompiled(CompiledEngine):
                 ctx = OpContext(op, p.index, env, np, program, p.line, p.trace_name, p.location)
                 ctx.lifted = lifted
                 results = None
-                if static and p.index in folded:  # constants: the same at every signature, read once
-                    results = folded[p.index]
+                if static and op.name == "tensorrt.constant":  # the same at every signature: read once
+                    results = folded.get(p.index)
+                    if results is None:
+                        results = folded[p.index] = [np.asarray(constant_value(op, program))]
                 elif static:
                     results = self._apply(p, vals, ctx, quiet)
-                    if op.name == "tensorrt.constant":
-                        folded[p.index] = results
                 if results is not None and any(r.size > STATIC_RESULT_LIMIT for r in results):
                     results = None  # too large to fold: computed by XLA, as the jax path does
                 if results is None:
