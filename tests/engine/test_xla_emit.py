@@ -44,6 +44,13 @@ def fresh_store(tmp_path, monkeypatch):
     monkeypatch.setattr(tp.config, "compilation_cache_dir", str(tmp_path / "xla"))
 
 
+def layer_norm(dtype):
+    ln = tp.LayerNorm(6, dtype=dtype)
+    ln.weight = tp.Tensor(values(dtype, (6,), 11, specials=False))
+    ln.bias = tp.Tensor(values(dtype, (6,), 12, specials=False))
+    return ln
+
+
 # name -> (function, input shapes, dtypes it runs at)
 PROGRAMS = {
     "arith": (lambda a, b: (a + b, a - b, a * b, a / b, tp.maximum(a, b), tp.minimum(a, b), a // b),
@@ -72,6 +79,11 @@ PROGRAMS = {
     "int_arith": (lambda a, b: (a + b, a - b, a * b, a // b, a % b, tp.maximum(a, b), tp.minimum(a, b),
                                 tp.sum(a, dim=0), tp.cast(a, F32), tp.where(a > b, a, b)),
                   [(4, 6), (4, 6)], (I32,)),
+    "layer_norm": (lambda a, b: layer_norm(a.dtype)(a) + b, [(4, 6), (4, 6)], (F32, F16)),
+    "masks_and_iota": (lambda a, b: (tp.tril(a), tp.triu(b, 1), tp.arange(6, dtype=a.dtype) * a,
+                                     tp.iota((4, 6), 1, a.dtype) + b), [(4, 6), (4, 6)], (F32, I32)),
+    "embedding": (lambda a, b: tp.gather(a, 0, tp.Tensor(np.array([3, 0, -1, 2, -4, 9], np.int32))) * 2,
+                  [(4, 6), (4, 6)], (F32, F16)),
     "chain": (lambda a, b: tp.tanh(tp.relu(a @ tp.transpose(b, 0, 1)) * 0.5 + 1.0), [(4, 6), (4, 6)], (F32,)),
 }
 CASES = [pytest.param(name, dt, id=f"{name}-{dt.name}") for name, (_, _, dts) in PROGRAMS.items() for dt in dts]
@@ -159,12 +171,14 @@ def test_layer_table_keeps_source_lines_on_the_direct_path(monkeypatch):
 
 
 def test_an_op_without_an_emitter_falls_back_to_jax_with_a_note(monkeypatch):
-    table = np.arange(12, dtype=np.float32).reshape(4, 3)
-    exe, compiled = build(lambda i: tp.gather(tp.Tensor(table), 0, i) * 2.0, [tp.InputInfo((3,), I32)], True,
+    x = values(F32, (1, 1, 4, 4), 0, specials=False)
+    exe, compiled = build(lambda a: tp.maxpool(a, (2, 2)) * 2.0, [tp.InputInfo((1, 1, 4, 4), F32)], True,
                           monkeypatch)
     assert paths(compiled) == {"jax"}
-    assert any("traced through jax (tensorrt.gather is not emitted natively)" in n for n in compiled.report.notes)
-    np.testing.assert_array_equal(np.asarray(exe(tp.Tensor(np.array([2, 0, 3], np.int32)))), table[[2, 0, 3]] * 2)
+    assert any("traced through jax (tensorrt.pooling is not emitted natively)" in n for n in compiled.report.notes)
+    img = x[0, 0]
+    want = np.maximum(np.maximum(img[:-1, :-1], img[1:, :-1]), np.maximum(img[:-1, 1:], img[1:, 1:])) * 2
+    np.testing.assert_array_equal(np.asarray(exe(tp.Tensor(x)))[0, 0], want)  # 2x2 windows, stride 1
 
 
 def test_persistent_store_hits_on_the_direct_path(monkeypatch):

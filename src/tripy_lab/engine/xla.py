@@ -637,6 +637,9 @@ class XlaCompiled(CompiledEngine):
                 text = relower.text
             except Exception as exc:  # the emitted text did not parse, or this jax has no module to replace
                 relower, why = None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+        if relower is not None and self._attention:  # emitted op by op, as the jax path's unfused patterns
+            self.report.notes.append(f"{label}: attention 0 of {len(self._attention)} pattern(s) fused "
+                                     "(StableHLO emitted op by op)")
         if relower is None:
             path = "jax"
             self.report.notes.append(f"{label}: StableHLO traced through jax ({why})")

@@ -33,7 +33,7 @@ def register(name: str):
     return deco
 
 
-for _name in ("gather", "linspace", "normalization", "convolution", "deconvolution", "pooling", "resize_nearest",
+for _name in ("convolution", "deconvolution", "pooling", "resize_nearest",
               "resize_linear", "resize_cubic", "top_k", "quantize", "dequantize", "opaque_plugin"):
     TABLE["tensorrt." + _name] = FALLBACK
 
@@ -534,3 +534,83 @@ def _slice(op, args, ctx, em):
         raise Fallback("slice out of bounds")  # kFILL/kWRAP/... or the user's error: the jax path handles it
     attrs = {"start_indices": i64_array(start), "limit_indices": i64_array(limit), "strides": i64_array(stride)}
     return [em.op("stablehlo.slice", [x], size, x.dtype, attrs, prim="slice")]
+
+
+# ---------------------------------------------------------------------------------------------- layers, indexing
+def _mean(em, x: Val, axes) -> Val:
+    """``jnp.mean(x, axes, keepdims=True)``: the sum, its dims kept, divided by the count (in x's dtype)."""
+    count = math.prod(x.shape[a] for a in axes)
+    return binary(em, "stablehlo.divide", keepdims(em, reduce(em, x, axes, "add", 0), x.shape, axes),
+                  scalar(count, x.dtype), "div")
+
+
+@register("normalization")
+def _normalization(op, args, ctx, em):
+    x = val(em, ctx.operand("input"))
+    scale, bias = val(em, ctx.operand("scale")), val(em, ctx.operand("bias"))
+    float_only(x, "normalization")
+    if int(ctx.attr("num_groups", 1) or 1) > 1:
+        raise Fallback("group normalization")
+    axes = sorted(int(a) % x.ndim for a in ctx.attr("axis", ()))
+    eps, dt = float(ctx.attr("eps", 1e-5)), x.dtype
+    xf = convert(em, x, np.float32) if dt.itemsize < 4 else x
+    d = binary(em, "stablehlo.subtract", xf, _mean(em, xf, axes), "sub")
+    var = _mean(em, binary(em, "stablehlo.multiply", d, d, "integer_pow"), axes)  # (x - mean) ** 2
+    y = binary(em, "stablehlo.divide", d, unary(em, "stablehlo.sqrt", binary(
+        em, "stablehlo.add", var, scalar(eps, xf.dtype), "add"), "sqrt"), "div")
+    y = binary(em, "stablehlo.add", binary(em, "stablehlo.multiply", y, convert(em, scale, y.dtype), "mul"),
+               convert(em, bias, y.dtype), "add")
+    return [convert(em, y, dt)]
+
+
+@register("gather")
+def _gather(op, args, ctx, em):
+    """``xla_ops._take``: indices in [-n, n) count from the end when negative, all others read 0."""
+    data, idx = val(em, ctx.operand("data")), val(em, ctx.operand("indices"))
+    axis = int(ctx.attr("axis", 0)) % max(data.ndim, 1)
+    if int(ctx.attr("numBroadcastDims", 0) or 0) or not is_int(idx.dtype) or data.shape[axis] == 0 or idx.size == 0:
+        raise Fallback("gather with broadcast dims, non-integer or empty indices")
+    n, it = data.shape[axis], idx.dtype
+    idx = select(em, compare(em, idx, scalar(0, it), "LT", "lt"),
+                 binary(em, "stablehlo.add", idx, scalar(n, it), "add"), idx)
+    ok = binary(em, "stablehlo.and", compare(em, idx, scalar(0, it), "GE", "ge"),
+                compare(em, idx, scalar(n, it), "LT", "lt"), "and")
+    safe = select(em, ok, idx, scalar(0, it))
+    k = safe.ndim
+    starts = reshape(em, safe, safe.shape + (1,))
+    shape = data.shape[:axis] + safe.shape + data.shape[axis + 1:]
+    offset = [d for d in range(len(shape)) if not axis <= d < axis + k]
+    dims = (f"#stablehlo.gather<offset_dims = [{', '.join(map(str, offset))}], collapsed_slice_dims = [{axis}], "
+            f"start_index_map = [{axis}], index_vector_dim = {k}>")
+    sizes = [1 if d == axis else s for d, s in enumerate(data.shape)]
+    out = em.op("stablehlo.gather", [data, starts], shape, data.dtype,
+                {"dimension_numbers": dims, "slice_sizes": i64_array(sizes), "indices_are_sorted": "false"},
+                prim="gather")
+    mask = reshape(em, ok, (1,) * axis + ok.shape + (1,) * (data.ndim - axis - 1))
+    return [select(em, mask, out, scalar(0, data.dtype))]
+
+
+@register("linspace")
+def _linspace(op, args, ctx, em):
+    """``xla_ops._linspace`` op for op: zeros + start, plus iota * step[d] along each dim."""
+    from tripy_lab.engine.xla_ops import _target_shape
+
+    dt = ctx.result_dtype()
+    if dt == np.bool_:
+        raise Fallback("linspace of bool")
+    shape = tuple(_target_shape(ctx, ctx.operand("shape")))
+    start, step = ctx.operand("start"), ctx.operand("step")
+    start = scalar(ctx.attr("static_start", 0.0), dt) if start is None else convert(em, reshape(em, start, ()), dt)
+    if step is None:
+        step = np.asarray([ctx.attr("static_step", 1.0)] * max(len(shape), 1), dtype=dt)
+    step = convert(em, reshape(em, step, (-1,)), dt)
+    out = binary(em, "stablehlo.add", em.const(np.zeros((), dt)) if not shape else bcast(
+        em, em.const(np.zeros((), dt)), shape), start, "add")
+    for d, n in enumerate(shape):
+        iota = em.op("stablehlo.iota", [], (n,), dt, {"iota_dimension": "0 : i64"}, prim="iota")
+        iota = reshape(em, iota, tuple(n if k == d else 1 for k in range(len(shape))))
+        sd = reshape(em, em.op("stablehlo.slice", [step], (1,), dt, {"start_indices": i64_array([d]),
+                                                                      "limit_indices": i64_array([d + 1]),
+                                                                      "strides": i64_array([1])}, prim="slice"), ())
+        out = binary(em, "stablehlo.add", out, binary(em, "stablehlo.multiply", iota, sd, "mul"), "add")
+    return [out]
