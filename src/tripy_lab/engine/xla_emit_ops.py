@@ -339,7 +339,9 @@ def _activation(op, args, ctx, em):
 def _matrix_multiply(op, args, ctx, em):
     a, b = (val(em, v) for v in args)
     op0, op1 = ctx.attr("op0", "kNONE"), ctx.attr("op1", "kNONE")
-    if "kVECTOR" in (op0, op1) or a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
+    if "kVECTOR" in (op0, op1):
+        return [_vector_matmul(em, a, b, op0, op1)]
+    if a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
         raise Fallback("matrix_multiply with vectors or broadcast batch dims")
     if not is_float(a.dtype):
         raise Fallback(f"matrix_multiply on {np.dtype(a.dtype).name}")
@@ -359,6 +361,30 @@ def _matrix_multiply(op, args, ctx, em):
              "precision_config": f"[#stablehlo<precision {prec}>, #stablehlo<precision {prec}>]"}
     shape = tuple(a.shape[:-1]) + (b.shape[-1],)
     return [em.op("stablehlo.dot_general", [a, b], shape, a.dtype, attrs, prim="dot_general")]
+
+
+def _dot(em, a, b, lhs: int, rhs: int, shape) -> Val:
+    prec = "HIGHEST" if np.dtype(a.dtype) == np.float32 else "DEFAULT"
+    attrs = {"dot_dimension_numbers": f"#stablehlo.dot<lhs_batching_dimensions = [], rhs_batching_dimensions = [], "
+                                      f"lhs_contracting_dimensions = [{lhs}], rhs_contracting_dimensions = [{rhs}]>",
+             "precision_config": f"[#stablehlo<precision {prec}>, #stablehlo<precision {prec}>]"}
+    return em.op("stablehlo.dot_general", [a, b], shape, a.dtype, attrs, prim="dot_general")
+
+
+def _vector_matmul(em, a, b, op0, op1) -> Val:
+    """The translation's einsums on a rank-1 vector and a matrix (or two vectors), as jnp.einsum lowers them."""
+    if not is_float(a.dtype):
+        raise Fallback(f"matrix_multiply on {np.dtype(a.dtype).name}")
+    _same_dtype(a, b)
+    if op0 == "kTRANSPOSE" or op1 == "kTRANSPOSE":
+        raise Fallback("vector matrix_multiply with a transposed operand")
+    if op0 == "kVECTOR" and op1 == "kVECTOR" and a.ndim == b.ndim == 1:
+        return _dot(em, a, b, 0, 0, ())
+    if op0 == "kVECTOR" and a.ndim == 1 and b.ndim == 2:  # "...k,...kn->...n"
+        return _dot(em, a, b, 0, 0, (b.shape[1],))
+    if op1 == "kVECTOR" and a.ndim == 2 and b.ndim == 1:  # "...mk,...k->...m"
+        return _dot(em, a, b, 1, 0, (a.shape[0],))
+    raise Fallback("matrix_multiply with batched vectors")
 
 
 _REDUCE = {"kSUM": ("add", 0), "kPROD": ("multiply", 1), "kMAX": ("maximum", None), "kMIN": ("minimum", None)}
@@ -527,11 +553,17 @@ def _slice(op, args, ctx, em):
     stride = ctx.static_ints(stride, "stride") if stride is not None else tuple(ctx.attr("static_stride", ()))
     stride = stride or (1,) * x.ndim
     if not (len(start) == len(size) == len(stride) == x.ndim) or any(s <= 0 for s in size) \
-            or any(s <= 0 for s in stride):
-        raise Fallback("slice with empty, negative-stride or mismatched start/size/stride")
-    limit = [st + (sz - 1) * sd + 1 for st, sz, sd in zip(start, size, stride)]
-    if any(st < 0 for st in start) or any(lim > n for lim, n in zip(limit, x.shape)):
+            or any(s == 0 for s in stride):
+        raise Fallback("slice with empty, zero-stride or mismatched start/size/stride")
+    last = [st + (sz - 1) * sd for st, sz, sd in zip(start, size, stride)]
+    if any(min(st, la) < 0 or max(st, la) >= n for st, la, n in zip(start, last, x.shape)):
         raise Fallback("slice out of bounds")  # kFILL/kWRAP/... or the user's error: the jax path handles it
+    flip = [d for d, sd in enumerate(stride) if sd < 0]
+    if flip:  # reversed, a negative stride reads forward from n - 1 - start
+        x = em.op("stablehlo.reverse", [x], x.shape, x.dtype, {"dimensions": i64_array(flip)}, prim="rev")
+        start = [n - 1 - st if sd < 0 else st for st, sd, n in zip(start, stride, x.shape)]
+        stride = [abs(sd) for sd in stride]
+    limit = [st + (sz - 1) * sd + 1 for st, sz, sd in zip(start, size, stride)]
     attrs = {"start_indices": i64_array(start), "limit_indices": i64_array(limit), "strides": i64_array(stride)}
     return [em.op("stablehlo.slice", [x], size, x.dtype, attrs, prim="slice")]
 
