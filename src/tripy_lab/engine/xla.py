@@ -321,9 +321,9 @@ class XlaCompiled(CompiledEngine):
             origin = self.program.origins.get(trace_name) if trace_name else None
             line = ""
             if origin is not None:  # many ops share a source line: format each location once
-                line = lines.get(id(origin.location))
+                line = lines.get(origin.location)
                 if line is None:
-                    line = lines[id(origin.location)] = origin.line
+                    line = lines[origin.location] = origin.line
             plans.append(_OpPlan(i, op, fn, scope_name(trace_name, i), trace_name, line,
                                  op.name in STATIC_OK, origin.location if origin else None))
         if missing:

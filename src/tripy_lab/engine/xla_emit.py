@@ -18,8 +18,7 @@ traces the whole program through jax and says why in the build notes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 import ml_dtypes
 import numpy as np
@@ -44,13 +43,14 @@ def tensor_type(shape, dtype) -> str:
     return "tensor<" + "".join(f"{d}x" for d in shape) + elem + ">"
 
 
-@dataclass(frozen=True)
 class Val:
-    """An SSA value of the emitted function (a traced tensor)."""
+    """An SSA value of the emitted function (a traced tensor): its name, shape, numpy dtype and MLIR type."""
 
-    name: str
-    shape: tuple
-    dtype: np.dtype
+    __slots__ = ("name", "shape", "dtype", "type")
+
+    def __init__(self, name: str, shape: tuple, dtype):
+        self.name, self.shape, self.dtype = name, shape, np.dtype(dtype)
+        self.type = tensor_type(shape, self.dtype)
 
     @property
     def ndim(self) -> int:
@@ -60,9 +60,8 @@ class Val:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
-    @cached_property
-    def type(self) -> str:
-        return tensor_type(self.shape, self.dtype)
+    def __repr__(self) -> str:
+        return f"Val({self.name}: {self.type})"
 
 
 def _attr_text(attrs: dict) -> str:
@@ -91,7 +90,7 @@ class Emitter:
 
     def op(self, name: str, operands, shape, dtype, attrs: dict | None = None, region: str = "",
            prim: str | None = None) -> Val:
-        out = Val(self._fresh(), tuple(int(d) for d in shape), np.dtype(dtype))
+        out = Val(self._fresh(), shape if type(shape) is tuple else tuple(int(d) for d in shape), dtype)
         ins = ", ".join(v.name for v in operands)
         types = ", ".join(v.type for v in operands)
         region = f" ({region})" if region else ""
