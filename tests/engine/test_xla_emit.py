@@ -207,3 +207,25 @@ def test_every_mlir_op_has_a_row_in_the_emitter_table():
         assert row == xla_emit_ops.FALLBACK or callable(row), name
     native = {n for n, r in xla_emit_ops.TABLE.items() if r != xla_emit_ops.FALLBACK}
     assert {"tensorrt.element_wise", "tensorrt.activation", "tensorrt.matrix_multiply", "tensorrt.reduce"} <= native
+
+
+def test_a_module_xla_refuses_is_traced_through_jax_instead(monkeypatch):
+    import jax
+
+    from tripy_lab.engine.xla_emit import replacement_works
+
+    assert replacement_works() == ""  # the once-per-process self-test runs before compile is patched
+    real, refused = jax.stages.Lowered.compile, []
+
+    def compile_once_refused(self, *a, **k):
+        if not refused:
+            refused.append(True)
+            raise RuntimeError("INVALID_ARGUMENT: refused for the test")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", compile_once_refused)
+    exe, compiled = build(lambda a: tp.exp(a) * 3.0, [tp.InputInfo((4, 6), F32)], True, monkeypatch)
+    assert refused and paths(compiled) == {"jax"}
+    assert any("XLA refused the emitted module: RuntimeError" in n for n in compiled.report.notes)
+    x = values(F32, (4, 6), 5, specials=False)
+    np.testing.assert_allclose(outputs(exe, [x])[0], np.exp(x) * 3.0, rtol=1e-6)

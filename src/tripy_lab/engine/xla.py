@@ -640,24 +640,35 @@ class XlaCompiled(CompiledEngine):
         if relower is not None and self._attention:  # emitted op by op, as the jax path's unfused patterns
             self.report.notes.append(f"{label}: attention 0 of {len(self._attention)} pattern(s) fused "
                                      "(StableHLO emitted op by op)")
-        if relower is None:
+        if relower is not None:  # if XLA refuses the emitted module, _compile traces instead
+            relower.traced = lambda: self._traced_lowering(dims, signature, avals, label)
+        else:
             path = "jax"
             self.report.notes.append(f"{label}: StableHLO traced through jax ({why})")
-            fn = self._make_fn(dims)
-            fn.__name__ = "main"
-            fn.__signature__ = signature
-
-            def relower(options):
-                jitted = jax.jit(fn, compiler_options=options or None)
-                return jitted, jitted.lower(*avals)
-
+            relower = self._traced_lowering(dims, signature, avals, label)
             with _compile_contexts(self._x64):
                 jitted, lowered = relower(options)
-            if fn.fusions:
+        return shapes, dims, label, relower, options, jitted, lowered, time.perf_counter() - t0, path, text
+
+    def _traced_lowering(self, dims, signature, avals, label):
+        """relower(options) -> (jitted, lowered) of the program traced through jax (``xla_ops``)."""
+        jax = self._jax
+        fn = self._make_fn(dims)
+        fn.__name__ = "main"
+        fn.__signature__ = signature
+        noted = []
+
+        def relower(options):
+            jitted = jax.jit(fn, compiler_options=options or None)
+            lowered = jitted.lower(*avals)
+            if fn.fusions and not noted:
+                noted.append(True)
                 fused = [f for f in fn.fusions if f != "unfused"]
                 self.report.notes.append(f"{label}: attention {len(fused)} of {len(fn.fusions)} pattern(s) fused"
                                          + (f" ({', '.join(sorted(set(fused)))})" if fused else ""))
-        return shapes, dims, label, relower, options, jitted, lowered, time.perf_counter() - t0, path, text
+            return jitted, lowered
+
+        return relower
 
     def _direct_lowering(self, shapes, dims, pnames, signature, avals):
         """(relower(options) -> (jitted, lowered) of the emitted StableHLO, "") or (None, why not)."""
@@ -779,6 +790,13 @@ class XlaCompiled(CompiledEngine):
                     if extra:  # the autotune hook failed: compile without it
                         notes.append(f"compiled without the timing cache's autotune folder ({type(exc).__name__})")
                         extra = {}
+                        continue
+                    if path == "direct" and cached is None:  # never the user's fault: trace through jax instead
+                        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                        notes.append(f"{label}: StableHLO traced through jax (XLA refused the emitted module: "
+                                     f"{type(exc).__name__}: {first})")
+                        relower, path, text, key = relower.traced(), "jax", None, None
+                        jitted, lowered = relower(options)
                         continue
                     raise TripyException("XLA failed to compile the program.", [str(exc).splitlines()[0]]) from exc
                 t2 = time.perf_counter()
