@@ -64,8 +64,9 @@ class Val:
         return f"Val({self.name}: {self.type})"
 
 
-def _attr_text(attrs: dict) -> str:
-    return " {" + ", ".join(f"{k} = {v}" for k, v in attrs.items()) + "}" if attrs else ""
+def _props_text(attrs: dict) -> str:
+    """The op's inherent attributes in the generic form's properties syntax ``<{...}>``."""
+    return " <{" + ", ".join(f"{k} = {v}" for k, v in attrs.items()) + "}>" if attrs else ""
 
 
 def i64_array(values) -> str:
@@ -94,7 +95,7 @@ class Emitter:
         ins = ", ".join(v.name for v in operands)
         types = ", ".join(v.type for v in operands)
         region = f" ({region})" if region else ""
-        self.lines.append(f'{out.name} = "{name}"({ins}){region}{_attr_text(attrs or {})} : ({types}) -> '
+        self.lines.append(f'{out.name} = "{name}"({ins}){_props_text(attrs or {})}{region} : ({types}) -> '
                           f"{out.type} {self._loc(prim or name.split('.')[-1])}")
         return out
 
@@ -109,7 +110,7 @@ class Emitter:
         splat = bool(np.all(flat.view(np.uint8).reshape(arr.size, -1) == first.view(np.uint8)))  # bitwise
         data = (first if splat else flat).tobytes().hex().upper()
         out = Val(self._fresh(), tuple(arr.shape), dt)
-        self.lines.append(f'{out.name} = "stablehlo.constant"() {{value = dense<"0x{data}"> : {ttype}}} : () -> '
+        self.lines.append(f'{out.name} = "stablehlo.constant"() <{{value = dense<"0x{data}"> : {ttype}}}> : () -> '
                           f'{ttype} loc("jit(main)")')
         return out
 
@@ -168,7 +169,7 @@ def replacement_works() -> str:
 
     t = "tensor<2xf32>"
     text = (f'module @jit_main {{\n  func.func public @main(%arg0: {t} loc("x")) -> ({t}) {{\n'
-            f'    %v1 = "stablehlo.constant"() {{value = dense<"0x0000803F"> : {t}}} : () -> {t} loc("jit(main)")\n'
+            f'    %v1 = "stablehlo.constant"() <{{value = dense<"0x0000803F"> : {t}}}> : () -> {t} loc("jit(main)")\n'
             f'    %v2 = "stablehlo.add"(%arg0, %v1) : ({t}, {t}) -> {t} loc("jit(main)")\n'
             f'    "func.return"(%v2) : ({t}) -> () loc("jit(main)")\n  }}\n}}\n')
     try:
