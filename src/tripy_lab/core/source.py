@@ -81,6 +81,26 @@ def user_location(skip_internal: bool = True) -> SourceLocation | None:
         frame = frame.f_back
     if frame is None:
         return None
+    # Every op asks, and one line makes many ops: remember the location of each (code, instruction).
+    # Keyed by id(code) (hashing a code object hashes its contents); the entry holds the code object,
+    # so that id is not reused while the entry lives.
+    code, lasti = frame.f_code, frame.f_lasti
+    key = (id(code), lasti)
+    entry = _LOCATIONS.get(key)
+    if entry is not None and entry[0] is code and entry[1].line == frame.f_lineno:
+        return entry[1]
+    loc = _frame_location(frame)
+    if len(_LOCATIONS) >= _LOCATIONS_LIMIT:
+        _LOCATIONS.clear()
+    _LOCATIONS[key] = (code, loc)
+    return loc
+
+
+_LOCATIONS: dict[tuple[int, int], tuple[object, SourceLocation]] = {}
+_LOCATIONS_LIMIT = 1 << 14
+
+
+def _frame_location(frame) -> SourceLocation:
     col = end_col = None
     positions = list(frame.f_code.co_positions())
     idx = frame.f_lasti // 2

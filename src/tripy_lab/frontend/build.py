@@ -62,9 +62,18 @@ def shape_constant(values) -> Tensor:
     return wrap(tt)
 
 
+_F32 = np.dtype(np.float32)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def scalar_constant(value, dt: dtypes.dtype) -> Tensor:
     if isinstance(value, (int, float, np.integer, np.floating)):  # never a raw OverflowError or a silent inf
         check_python_values(value, dt, where=f"For a Python number used with {dt} data")
-    with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
-        array = np.asarray(value, dtype=dtypes.to_numpy(dt))
+    npdt = dtypes.to_numpy(dt)
+    kind = type(value)
+    if (kind is int and npdt.kind in "iu") or (kind in (int, float) and npdt == _F32 and abs(value) <= _F32_MAX):
+        array = np.asarray(value, dtype=npdt)  # checked above: cannot overflow
+    else:
+        with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
+            array = np.asarray(value, dtype=npdt)
     return wrap(constant(array, dt, user_location()))

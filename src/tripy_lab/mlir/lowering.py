@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseResourceAttr,
     DictionaryAttr,
-    FileLineColLoc,
-    IntAttr,
     ModuleOp,
-    NameLoc,
     StringAttr,
     UnknownLoc,
 )
@@ -23,6 +21,7 @@ from tripy_lab.core import config, dtypes
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.mlir import dialect as trt
+from tripy_lab.mlir.attrs import file_loc, name_loc
 from tripy_lab.mlir.lowering_nn import LOWERING_NN
 from tripy_lab.mlir.program import MlirProgram, OpOrigin
 from tripy_lab.trace import OPS, Trace, TraceOp
@@ -230,12 +229,14 @@ def _arg_attrs(info) -> DictionaryAttr:
     return DictionaryAttr({})
 
 
+_UNKNOWN = UnknownLoc()
+
+
 def _location(op: TraceOp):
     loc = op.location
     if loc is None:
-        return NameLoc(StringAttr(op.name), UnknownLoc())
-    inner = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr((loc.col or 0) + 1))
-    return NameLoc(StringAttr(op.name), inner)
+        return name_loc(op.name, _UNKNOWN)
+    return name_loc(op.name, file_loc(loc.file, loc.line, (loc.col or 0) + 1))
 
 
 def lower(trace: Trace) -> MlirProgram:
@@ -252,7 +253,8 @@ def lower(trace: Trace) -> MlirProgram:
         results = LOWERING[op.kind](ctx, op, ins)
         for t, v in zip(op.outputs, results):
             ctx.values[id(t)] = v
-        origins[op.name] = OpOrigin(op.name, str(op), op.location)
+        # the listing is formatted when first shown, with the names the op has now
+        origins[op.name] = OpOrigin(op.name, partial(op.listing, op.tensor_names()), op.location)
     outs = [ctx.value(t) for t in trace.outputs]
     ret = ReturnOp(*outs)
     block.add_op(ret)

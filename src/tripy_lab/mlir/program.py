@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,17 +11,46 @@ from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.source import SourceLocation
 
 
-@dataclass(frozen=True)
 class OpOrigin:
-    """Where an MLIR op came from: its trace op and the user's line."""
+    """Where an MLIR op came from: its trace op and the user's line.
 
-    trace_op: str  # trace op name, e.g. "%t5" (the NameLoc name on the MLIR op)
-    text: str  # the trace op as printed in the trace listing
-    location: SourceLocation | None
+    ``trace_op``: the trace op's name, e.g. "%t5" (the NameLoc name on the MLIR op); ``text``: the trace op as
+    printed in the trace listing; ``location``: the user's line. The lowering passes ``text`` as a function
+    that formats it on first use (most programs never show it; formatting was ~4 us an op). Immutable."""
+
+    __slots__ = ("trace_op", "location", "_text")
+
+    def __init__(self, trace_op: str, text: str | Callable[[], str], location: SourceLocation | None):
+        object.__setattr__(self, "trace_op", trace_op)
+        object.__setattr__(self, "location", location)
+        object.__setattr__(self, "_text", text)
+
+    @property
+    def text(self) -> str:
+        text = self._text
+        if not isinstance(text, str):
+            text = str(text())
+            object.__setattr__(self, "_text", text)
+        return text
 
     @property
     def line(self) -> str:
         return self.location.short if self.location else ""
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"OpOrigin is immutable (cannot set {name!r})")
+
+    def _key(self) -> tuple:
+        return self.trace_op, self.text, self.location
+
+    def __eq__(self, other):
+        return self._key() == other._key() if type(other) is OpOrigin else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"OpOrigin(trace_op={self.trace_op!r}, text={self.text!r}, location={self.location!r})"
 
 
 @dataclass

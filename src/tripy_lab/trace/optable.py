@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tripy_lab.core import dtypes
 from tripy_lab.core.errors import raise_error
 from tripy_lab.trace import rules_nn as nn
-from tripy_lab.trace.ir import TraceTensor
+from tripy_lab.trace.ir import TraceOp, TraceTensor
 
 Shape = tuple[int | None, ...]
 Rule = Callable[[list[TraceTensor], dict], list[tuple[Shape, dtypes.dtype]]]
@@ -220,16 +220,14 @@ recording: list[list] = []
 
 def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, location=None) -> list[TraceTensor]:
     """Make a TraceOp of ``kind`` and return its outputs (shapes and dtypes from the table's rule)."""
-    from tripy_lab.trace.ir import TraceOp
-
     params = params or {}
     results = OPS[kind].rule(inputs, params)
-    outputs = [TraceTensor(shape=tuple(s), dtype=dt, location=location) for s, dt in results]
-    op = TraceOp(kind, list(inputs), outputs, params, location)
     tracer = any(t.is_compile_tracer for t in inputs)
+    outputs = [TraceTensor(shape=tuple(s), dtype=dt, location=location, is_compile_tracer=tracer)
+               for s, dt in results]
+    op = TraceOp(kind, list(inputs), outputs, params, location)
     for out in outputs:
         out.producer = op
-        out.is_compile_tracer = tracer
     if recording:
         recording[-1].append(op)
     return outputs
