@@ -169,7 +169,7 @@ _NAME_LOC_FIELDS = tuple(f for f, _ in NameLoc.get_irdl_definition().parameters)
 def name_loc(name: str, child: FileLineColLoc | UnknownLoc) -> NameLoc:
     """``loc("name"(child))``: equal to ``NameLoc(StringAttr(name), child)``, without its generic verifier
     (~4 us per op of a lowering), which checks only what the types here guarantee: a string and a location."""
-    if not isinstance(name, str) or not isinstance(child, FileLineColLoc | UnknownLoc):
+    if type(name) is not str or type(child) not in (FileLineColLoc, UnknownLoc):
         return NameLoc(StringAttr(name), child)
     loc = NameLoc.__new__(NameLoc)
     for f, v in zip(_NAME_LOC_FIELDS, (StringAttr(name), child), strict=True):

@@ -47,13 +47,10 @@ class _Ctx:
         return op
 
     def value(self, tt):
-        """SSA value of a trace tensor; constants are emitted here, at first use as an operand."""
+        """SSA value of a trace tensor; constants are emitted here, at first use as an operand (with its location)."""
         v = self.values[id(tt)]
-        if callable(v):
-            saved = self.location
-            self.location, v = v()
-            self.values[id(tt)] = v
-            self.location = saved
+        if type(v) is _Deferred:
+            v = self.values[id(tt)] = v.emit()
         return v
 
     def i32_const(self, values):
@@ -80,6 +77,18 @@ class _Ctx:
         return self.add(trt.ConstantOp(trt.dense_elements(array, dt.mlir))).results[0]
 
 
+class _Deferred:
+    """A constant not emitted yet: ops that take a known shape as a static list (slice) never need it."""
+
+    __slots__ = ("ctx", "op")
+
+    def __init__(self, ctx: _Ctx, op: TraceOp):
+        self.ctx, self.op = ctx, op
+
+    def emit(self):
+        return self.ctx.constant(to_host(self.op.params["value"]), self.op.params["dtype"])
+
+
 def _is_splat(array: np.ndarray) -> bool:
     flat = array.reshape(-1)
     return flat.size > 0 and bool(np.all(flat == flat[0]))
@@ -96,9 +105,7 @@ def _static(tt) -> list[int] | None:
 
 # ---- one function per op family ----
 def _constant(ctx, op, ins):
-    # Deferred: ops that take a known shape as a static list (slice) never need the constant op.
-    loc = ctx.location
-    return [lambda: (loc, ctx.constant(to_host(op.params["value"]), op.params["dtype"]))]
+    return [_Deferred(ctx, op)]
 
 
 def _element_wise(ctx, op, ins):
@@ -209,6 +216,9 @@ for _row in OPS.values():
         LOWERING[_row.name] = family[_row.tensorrt_op]
 
 
+_STATIC_OPERANDS = ("slice", "slice_fill", "slice_reflect")
+
+
 def _takes_static(op: TraceOp, i: int, t) -> bool:
     """Slice start/size/stride with known values are printed as static lists, not SSA operands."""
     if op.kind in ("slice_fill", "slice_reflect"):
@@ -232,11 +242,11 @@ def _arg_attrs(info) -> DictionaryAttr:
 _UNKNOWN = UnknownLoc()
 
 
-def _location(op: TraceOp):
-    loc = op.location
+def _location(name: str, loc):
+    """``loc("%t5"("file.py":12:5))`` of the trace op ``name`` made at ``loc`` (columns 1-based)."""
     if loc is None:
-        return name_loc(op.name, _UNKNOWN)
-    return name_loc(op.name, file_loc(loc.file, loc.line, (loc.col or 0) + 1))
+        return name_loc(name, _UNKNOWN)
+    return name_loc(name, file_loc(loc.file, loc.line, (loc.col or 0) + 1))
 
 
 def lower(trace: Trace) -> MlirProgram:
@@ -247,14 +257,19 @@ def lower(trace: Trace) -> MlirProgram:
     for t, arg in zip(trace.inputs, block.args):
         ctx.values[id(t)] = arg
     origins: dict[str, OpOrigin] = {}
+    values, value = ctx.values, ctx.value
     for op in trace.ops:
-        ctx.location = _location(op)
-        ins = [ctx.values[id(t)] if _takes_static(op, i, t) else ctx.value(t) for i, t in enumerate(op.inputs)]
+        name = op.outputs[0].name
+        ctx.location = _location(name, op.location)
+        if op.kind in _STATIC_OPERANDS:
+            ins = [values[id(t)] if _takes_static(op, i, t) else value(t) for i, t in enumerate(op.inputs)]
+        else:
+            ins = [value(t) for t in op.inputs]
         results = LOWERING[op.kind](ctx, op, ins)
         for t, v in zip(op.outputs, results):
-            ctx.values[id(t)] = v
+            values[id(t)] = v
         # the listing is formatted when first shown, with the names the op has now
-        origins[op.name] = OpOrigin(op.name, partial(op.listing, op.tensor_names()), op.location)
+        origins[name] = OpOrigin(name, partial(op.listing, op.tensor_names()), op.location)
     outs = [ctx.value(t) for t in trace.outputs]
     ret = ReturnOp(*outs)
     block.add_op(ret)

@@ -23,18 +23,15 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     TensorType,
-    i32,
 )
-from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     EqAttrConstraint,
     IRDLOperation,
-    OptionalDef,
     ParsePropInAttrDict,
     VarConstraint,
-    VariadicDef,
     base,
     irdl_op_definition,
     operand_def,
@@ -83,6 +80,7 @@ from .enums import (
     UnaryOperationAttr,
     enum_attr,
 )
+from .op_builder import build_planned
 
 ElementsAttr = DenseIntOrFPElementsAttr | DenseResourceAttr
 UI32 = IntegerType(32, Signedness.UNSIGNED)
@@ -142,77 +140,9 @@ class _Op(IRDLOperation):
     def _make(self, operands, results, regions=(), **props) -> None:
         """Initialise with ``props`` as properties, dropping those that are None."""
         properties = {k: v for k, v in props.items() if v is not None}
-        plan = _PLANS.get(type(self), _UNPLANNED)
-        if plan is _UNPLANNED:
-            plan = _PLANS[type(self)] = _plan(type(self))
-        if plan is not None and not regions:
-            flat = _flat_operands(plan[0], operands)
-            if flat is not None and len(results) == plan[1] and all(isinstance(r, Attribute) for r in results):
-                if plan[2]:
-                    properties["operandSegmentSizes"] = _segment_sizes(flat[1])
-                Operation.__init__(self, operands=flat[0], result_types=results, properties=properties)
-                return
-        IRDLOperation.__init__(self, operands=operands, result_types=results, properties=properties,
-                               regions=list(regions))
-
-
-# ---- fast construction: what irdl_op_init does, planned once per op class ---------------------
-# irdl_op_init re-reads the op definition on every call (~15 us of a ~22 us op); for the plain cases
-# below (single/optional/variadic operands, single results, no regions) the plan builds the same
-# operands, results and properties (operandSegmentSizes last, as there) and calls Operation.__init__
-# as it does. Anything else (an Operation as operand, a wrong count) goes to the generic builder,
-# which raises its usual errors.
-
-_UNPLANNED = object()
-_PLANS: dict[type, tuple | None] = {}
-_SINGLE, _OPTIONAL, _VARIADIC = 1, 2, 3
-
-
-def _plan(cls: type[IRDLOperation]) -> tuple | None:
-    """(operand kinds, number of results, operandSegmentSizes as property?) or None: use the generic builder."""
-    d = cls.get_irdl_definition()
-    if d.regions or d.successors or any(isinstance(r, VariadicDef) for _, r in d.results):
-        return None
-    segments = False
-    for option in d.options:
-        if isinstance(option, AttrSizedOperandSegments) and option.as_property:
-            segments = True
-        elif not isinstance(option, ParsePropInAttrDict):
-            return None
-    kinds = tuple(_OPTIONAL if isinstance(o, OptionalDef) else _VARIADIC if isinstance(o, VariadicDef) else _SINGLE
-                  for _, o in d.operands)
-    return kinds, len(d.results), segments
-
-
-def _flat_operands(kinds: tuple, operands) -> tuple[list, list[int]] | None:
-    if len(operands) != len(kinds):
-        return None
-    flat, sizes = [], []
-    for kind, arg in zip(kinds, operands):
-        if isinstance(arg, SSAValue):
-            flat.append(arg)
-            sizes.append(1)
-        elif arg is None and kind != _SINGLE:
-            sizes.append(0)
-        elif isinstance(arg, (list, tuple)) and kind != _SINGLE and all(isinstance(a, SSAValue) for a in arg):
-            if kind == _OPTIONAL and len(arg) > 1:
-                return None
-            flat.extend(arg)
-            sizes.append(len(arg))
-        else:
-            return None
-    return flat, sizes
-
-
-def _segment_sizes(sizes: list[int]) -> DenseArrayBase:
-    key = tuple(sizes)
-    attr = _SEGMENT_SIZES.get(key)
-    if attr is None:
-        attr = _SEGMENT_SIZES[key] = DenseArrayBase.from_list(i32, key)  # immutable: shared
-    return attr
-
-
-_SEGMENT_SIZES: dict[tuple, DenseArrayBase] = {}
+        if regions or not build_planned(self, operands, results, properties):
+            IRDLOperation.__init__(self, operands=operands, result_types=results, properties=properties,
+                                   regions=list(regions))
 
 
 # ---- custom syntax helpers -------------------------------------------------------------------

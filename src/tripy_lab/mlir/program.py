@@ -12,33 +12,34 @@ from tripy_lab.core.source import SourceLocation
 
 
 class OpOrigin:
-    """Where an MLIR op came from: its trace op and the user's line.
+    """Where an MLIR op came from: its trace op and the user's line. Read-only.
 
     ``trace_op``: the trace op's name, e.g. "%t5" (the NameLoc name on the MLIR op); ``text``: the trace op as
     printed in the trace listing; ``location``: the user's line. The lowering passes ``text`` as a function
-    that formats it on first use (most programs never show it; formatting was ~4 us an op). Immutable."""
+    that formats it on first use (most programs never show it; formatting was ~4 us an op)."""
 
-    __slots__ = ("trace_op", "location", "_text")
+    __slots__ = ("_trace_op", "_text", "_location")
 
     def __init__(self, trace_op: str, text: str | Callable[[], str], location: SourceLocation | None):
-        object.__setattr__(self, "trace_op", trace_op)
-        object.__setattr__(self, "location", location)
-        object.__setattr__(self, "_text", text)
+        self._trace_op, self._text, self._location = trace_op, text, location
+
+    @property
+    def trace_op(self) -> str:
+        return self._trace_op
+
+    @property
+    def location(self) -> SourceLocation | None:
+        return self._location
 
     @property
     def text(self) -> str:
-        text = self._text
-        if not isinstance(text, str):
-            text = str(text())
-            object.__setattr__(self, "_text", text)
-        return text
+        if not isinstance(self._text, str):
+            self._text = str(self._text())
+        return self._text
 
     @property
     def line(self) -> str:
         return self.location.short if self.location else ""
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"OpOrigin is immutable (cannot set {name!r})")
 
     def _key(self) -> tuple:
         return self.trace_op, self.text, self.location
