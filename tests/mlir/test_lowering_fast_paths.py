@@ -165,3 +165,18 @@ def test_origin_text_is_the_listing_at_lowering_time():
     assert origin == OpOrigin(origin.trace_op, origin.text, origin.location) and hash(origin)
     with pytest.raises(AttributeError):
         origin.trace_op = "%t99"
+
+
+def test_constants_take_the_location_of_their_first_user_or_the_last_op():
+    def f(x):
+        y = x + 1.0
+        return y, tp.Tensor([1.0, 2.0])
+
+    lowered = pipeline.trace(f, args=[tp.InputInfo((2,), F32)]).lower()
+    consts = [op for op in lowered.program.ops() if op.name == "tensorrt.constant"]
+    reshape = next(op for op in lowered.program.ops() if op.name == "tensorrt.reshape")
+    assert consts[0].location == reshape.location  # 1.0: emitted at the reshape (rank matching) that uses it
+    last = lowered.traced.trace.ops[-1]
+    assert last.kind == "constant"  # the returned constant: at its own trace op and line
+    assert consts[-1].location.desc.data == last.name
+    assert consts[-1].location.location.line.data == f.__code__.co_firstlineno + 2

@@ -163,17 +163,20 @@ def file_loc(file: str, line: int, col: int) -> FileLineColLoc:
 
 
 _FILE_LOCS: dict[tuple, FileLineColLoc] = {}
-_NAME_LOC_FIELDS = tuple(f for f, _ in NameLoc.get_irdl_definition().parameters)  # (desc, location)
+_DESC, _CHILD = (f for f, _ in NameLoc.get_irdl_definition().parameters)  # ("desc", "location")
+_new, _set = object.__new__, object.__setattr__
 
 
 def name_loc(name: str, child: FileLineColLoc | UnknownLoc) -> NameLoc:
-    """``loc("name"(child))``: equal to ``NameLoc(StringAttr(name), child)``, without its generic verifier
-    (~4 us per op of a lowering), which checks only what the types here guarantee: a string and a location."""
+    """``loc("name"(child))``: equal to ``NameLoc(StringAttr(name), child)``, without its generic verifiers
+    (~4 us per op of a lowering), which check only what the types here guarantee: a string and a location."""
     if type(name) is not str or type(child) not in (FileLineColLoc, UnknownLoc):
         return NameLoc(StringAttr(name), child)
-    loc = NameLoc.__new__(NameLoc)
-    for f, v in zip(_NAME_LOC_FIELDS, (StringAttr(name), child), strict=True):
-        object.__setattr__(loc, f, v)
+    desc = _new(StringAttr)
+    _set(desc, "data", name)
+    loc = _new(NameLoc)
+    _set(loc, _DESC, desc)
+    _set(loc, _CHILD, child)
     return loc
 
 

@@ -95,6 +95,10 @@ def _make(name: str, mnemonic: str, values: str) -> tuple[type[StrEnum], type[En
 
 def enum_attr(attr_cls: type[EnumAttribute], value: str | StrEnum | EnumAttribute) -> EnumAttribute:
     """``attr_cls`` holding ``value`` (a ``"kSUM"`` string, enum member or attribute)."""
+    if type(value) is str:  # the lowering's case; isinstance against attribute classes goes through ABCMeta
+        hit = _ENUM_VALUES.get((attr_cls, value))
+        if hit is not None:
+            return hit
     if isinstance(value, attr_cls):
         return value
     if isinstance(value, EnumAttribute):

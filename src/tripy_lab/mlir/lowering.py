@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -100,7 +99,7 @@ def _out_type(op: TraceOp, i: int = 0):
 
 
 def _static(tt) -> list[int] | None:
-    return [int(v) for v in tt.value.reshape(-1)] if tt.value is not None else None
+    return list(map(int, tt.value.reshape(-1).tolist())) if tt.value is not None else None
 
 
 # ---- one function per op family ----
@@ -260,16 +259,23 @@ def lower(trace: Trace) -> MlirProgram:
     values, value = ctx.values, ctx.value
     for op in trace.ops:
         name = op.outputs[0].name
-        ctx.location = _location(name, op.location)
+        # a constant is emitted where it is first used, under that op's location: none needed here
+        ctx.location = None if op.kind == "constant" else _location(name, op.location)
         if op.kind in _STATIC_OPERANDS:
             ins = [values[id(t)] if _takes_static(op, i, t) else value(t) for i, t in enumerate(op.inputs)]
         else:
-            ins = [value(t) for t in op.inputs]
+            ins = []
+            for t in op.inputs:  # ctx.value, inlined: two inputs an op
+                v = values[id(t)]
+                if type(v) is _Deferred:
+                    v = values[id(t)] = v.emit()
+                ins.append(v)
         results = LOWERING[op.kind](ctx, op, ins)
         for t, v in zip(op.outputs, results):
             values[id(t)] = v
-        # the listing is formatted when first shown, with the names the op has now
-        origins[name] = OpOrigin(name, partial(op.listing, op.tensor_names()), op.location)
+        origins[name] = OpOrigin.of_trace_op(op)
+    if trace.ops and ctx.location is None:  # constants returned as outputs: at the last op's location
+        ctx.location = _location(trace.ops[-1].outputs[0].name, trace.ops[-1].location)
     outs = [ctx.value(t) for t in trace.outputs]
     ret = ReturnOp(*outs)
     block.add_op(ret)

@@ -24,10 +24,11 @@ _UNPLANNED = object()
 class Plan:
     """How to build one op class: operand kinds, result count, segment sizes, default properties."""
 
-    __slots__ = ("kinds", "n_results", "segments", "defaults")
+    __slots__ = ("kinds", "n_results", "segments", "defaults", "all_single")
 
     def __init__(self, kinds: tuple[int, ...], n_results: int, segments: bool, defaults: tuple):
         self.kinds, self.n_results, self.segments, self.defaults = kinds, n_results, segments, defaults
+        self.all_single = not segments and all(k == _SINGLE for k in kinds)
 
 
 _PLANS: dict[type, Plan | None] = {}
@@ -63,15 +64,20 @@ def build_planned(op: IRDLOperation, operands, results, properties: dict[str, At
     """Initialise ``op`` (fresh, from ``cls.__new__``) like the generic builder would; False: not done, use it.
 
     ``properties`` (None values already dropped) becomes the op's own dict."""
-    plan = plan_of(type(op))
+    plan = _PLANS.get(type(op), _UNPLANNED)
+    if plan is _UNPLANNED:
+        plan = plan_of(type(op))
     if plan is None or len(results) != plan.n_results or not all(_is_attribute(r) for r in results):
         return False
-    flat = _flat_operands(plan.kinds, operands)
-    if flat is None:
-        return False
-    values, sizes = flat
-    if plan.segments:
-        properties["operandSegmentSizes"] = _segment_sizes(sizes)
+    if plan.all_single and len(operands) == len(plan.kinds) and all(type(v) in _VALUE_TYPES for v in operands):
+        values = operands  # the common case: as many plain SSA values as operand definitions
+    else:
+        flat = _flat_operands(plan.kinds, operands)
+        if flat is None:
+            return False
+        values, sizes = flat
+        if plan.segments:
+            properties["operandSegmentSizes"] = _segment_sizes(sizes)
     for name, default in plan.defaults:
         if name not in properties:
             properties[name] = default

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,13 +14,21 @@ class OpOrigin:
     """Where an MLIR op came from: its trace op and the user's line. Read-only.
 
     ``trace_op``: the trace op's name, e.g. "%t5" (the NameLoc name on the MLIR op); ``text``: the trace op as
-    printed in the trace listing; ``location``: the user's line. The lowering passes ``text`` as a function
-    that formats it on first use (most programs never show it; formatting was ~4 us an op)."""
+    printed in the trace listing; ``location``: the user's line. The lowering makes them with ``of_trace_op``,
+    which formats the text on first use (most programs never show it; formatting was ~4 us an op)."""
 
-    __slots__ = ("_trace_op", "_text", "_location")
+    __slots__ = ("_trace_op", "_text", "_location", "_names")
 
-    def __init__(self, trace_op: str, text: str | Callable[[], str], location: SourceLocation | None):
-        self._trace_op, self._text, self._location = trace_op, text, location
+    def __init__(self, trace_op: str, text: str, location: SourceLocation | None):
+        self._trace_op, self._text, self._location, self._names = trace_op, text, location, None
+
+    @classmethod
+    def of_trace_op(cls, op) -> OpOrigin:
+        """The origin of trace op ``op``; its text is ``op.listing(names)`` with the tensor names of now."""
+        origin = cls.__new__(cls)
+        origin._trace_op, origin._text, origin._location = op.outputs[0].name, op, op.location
+        origin._names = op.tensor_names()
+        return origin
 
     @property
     def trace_op(self) -> str:
@@ -33,8 +40,8 @@ class OpOrigin:
 
     @property
     def text(self) -> str:
-        if not isinstance(self._text, str):
-            self._text = str(self._text())
+        if self._names is not None:
+            self._text, self._names = self._text.listing(self._names), None
         return self._text
 
     @property

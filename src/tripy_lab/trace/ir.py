@@ -76,11 +76,11 @@ class TraceOp:
             shown.append(f"{key}={val}")
         return ", ".join(shown)
 
-    def tensor_names(self) -> list[str]:
+    def tensor_names(self) -> tuple[str, ...]:
         """Names of the inputs, then of the outputs (what ``listing`` prints)."""
-        return [t.name for t in self.inputs] + [t.name for t in self.outputs]
+        return tuple([t.name for t in self.inputs] + [t.name for t in self.outputs])
 
-    def listing(self, names: list[str] | None = None) -> str:
+    def listing(self, names: tuple[str, ...] | None = None) -> str:
         """The op's line in the trace listing; ``names`` (from ``tensor_names``) stands in for the current ones."""
         if names is None:
             names = self.tensor_names()

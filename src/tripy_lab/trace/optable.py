@@ -28,7 +28,10 @@ class OpDef:
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """Same-rank broadcasting: each dim pair equal or one of them 1 (None = not known until run time)."""
-    rank = len(shapes[0])
+    first = shapes[0]
+    if all(s == first for s in shapes[1:]):  # equal shapes broadcast to themselves (most binary ops)
+        return tuple(first)
+    rank = len(first)
     out = []
     for i in range(rank):
         dims = [s[i] for s in shapes]
@@ -84,7 +87,7 @@ def _reduce(ins, p):
 
 def _shape_from_value(t: TraceTensor) -> Shape:
     if t.value is not None:
-        return tuple(int(v) for v in t.value.reshape(-1))
+        return tuple(map(int, t.value.reshape(-1).tolist()))  # tolist: no numpy scalar per element
     if t.known is not None:
         return tuple(t.known)
     return (None,) * t.shape[0]
