@@ -14,10 +14,11 @@ from xdsl.dialects.builtin import (
     UnknownLoc,
     f32,
 )
+from xdsl.irdl import IRDLOperation
 
 import tripy_lab as tp
 from tripy_lab import pipeline
-from tripy_lab.mlir import attrs, op_builder
+from tripy_lab.mlir import attrs, op_builder, ops_base
 from tripy_lab.mlir import dialect as trt
 from tripy_lab.mlir import text as mlir_text
 from tripy_lab.mlir.program import OpOrigin
@@ -62,7 +63,7 @@ def _structure(op):
 
 def test_planned_ops_equal_generic_builder(monkeypatch):
     fast = lower_zoo().program
-    monkeypatch.setattr(op_builder, "plan_of", lambda cls: None)  # every op through irdl_op_init
+    monkeypatch.setattr(ops_base, "build_planned", lambda *args: False)  # every op through irdl_op_init
     slow = lower_zoo().program
     fast_ops, slow_ops = fast.ops(), slow.ops()
     planned = {type(op) for op in fast_ops if op_builder._PLANS.get(type(op)) is not None}
@@ -180,3 +181,23 @@ def test_constants_take_the_location_of_their_first_user_or_the_last_op():
     assert last.kind == "constant"  # the returned constant: at its own trace op and line
     assert consts[-1].location.desc.data == last.name
     assert consts[-1].location.location.line.data == f.__code__.co_firstlineno + 2
+
+
+def test_planned_builder_fills_defaults_and_segments_like_irdl():
+    x = trt.ConstantOp(np.ones((4, 2), np.float32), "f32").results[0]
+    t1, t4 = attrs.tensor_type((2,), "f32"), attrs.tensor_type((4,), "f32")
+    cases = [  # properties without their defaults (keepDimensions, mode): both builders must add them
+        (trt.ReduceOp, [x], [t1], {"reduceAxes": attrs.dense_array([0]),
+                                   "reduceOperation": trt.enum_attr(trt.ReduceOperationAttr, "kSUM")}),
+        (trt.SliceOp, [x, None, None, None, None], [attrs.tensor_type((1, 2), "f32")],
+         {"static_start": attrs.dense_array([0, 0], "i32"), "static_size": attrs.dense_array([1, 2], "i32"),
+          "static_stride": attrs.dense_array([1, 1], "i32")}),
+        (trt.ConcatenationOp, [[x, x]], [attrs.tensor_type((8, 2), "f32")], {"axis": attrs.int_attr(0, "i32")}),
+        (trt.ReshapeOp, [x, None], [t4], {}),
+    ]
+    for cls, operands, results, props in cases:
+        fast, slow = cls.__new__(cls), cls.__new__(cls)
+        assert op_builder.build_planned(fast, operands, results, dict(props))
+        IRDLOperation.__init__(slow, operands=operands, result_types=results, properties=dict(props))
+        assert _structure(fast) == _structure(slow), cls.name
+    assert len(fast.properties) == len(slow.properties)

@@ -67,10 +67,18 @@ def build_planned(op: IRDLOperation, operands, results, properties: dict[str, At
     plan = _PLANS.get(type(op), _UNPLANNED)
     if plan is _UNPLANNED:
         plan = plan_of(type(op))
-    if plan is None or len(results) != plan.n_results or not all(_is_attribute(r) for r in results):
+    if plan is None or len(results) != plan.n_results:
         return False
-    if plan.all_single and len(operands) == len(plan.kinds) and all(type(v) in _VALUE_TYPES for v in operands):
-        values = operands  # the common case: as many plain SSA values as operand definitions
+    for r in results:  # loops, not all(...): a generator costs as much as the check (~2500 ops a lowering)
+        if type(r) is not TensorType and not isinstance(r, Attribute):
+            return False
+    if plan.all_single:  # the common case: as many plain SSA values as operand definitions
+        if len(operands) != len(plan.kinds):
+            return False
+        for v in operands:
+            if type(v) not in _VALUE_TYPES and not isinstance(v, SSAValue):
+                return False
+        values = operands
     else:
         flat = _flat_operands(plan.kinds, operands)
         if flat is None:
@@ -101,10 +109,6 @@ def build_planned(op: IRDLOperation, operands, results, properties: dict[str, At
 # isinstance against xDSL's abstract base classes goes through ABCMeta (~0.4 us); the common types first
 def _is_value(v) -> bool:
     return type(v) in _VALUE_TYPES or isinstance(v, SSAValue)
-
-
-def _is_attribute(a) -> bool:
-    return type(a) is TensorType or isinstance(a, Attribute)
 
 
 _VALUE_TYPES = (OpResult, BlockArgument)
