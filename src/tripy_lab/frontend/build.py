@@ -6,7 +6,7 @@ import numpy as np
 
 from tripy_lab.core import dtypes
 from tripy_lab.core.source import user_location
-from tripy_lab.frontend.tensor import Tensor, check_python_values, constant, wrap
+from tripy_lab.frontend.tensor import NUMPY_OF, Tensor, check_python_values, constant, wrap
 from tripy_lab.trace import TraceTensor, apply
 
 # Shape arithmetic on known values is folded at trace time, so static shapes stay constants.
@@ -69,7 +69,7 @@ _F32_MAX = float(np.finfo(np.float32).max)
 def scalar_constant(value, dt: dtypes.dtype) -> Tensor:
     if isinstance(value, (int, float, np.integer, np.floating)):  # never a raw OverflowError or a silent inf
         check_python_values(value, dt, where=f"For a Python number used with {dt} data")
-    npdt = dtypes.to_numpy(dt)
+    npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
     kind = type(value)
     if (kind is int and npdt.kind in "iu") or (kind in (int, float) and npdt == _F32 and abs(value) <= _F32_MAX):
         array = np.asarray(value, dtype=npdt)  # checked above: cannot overflow

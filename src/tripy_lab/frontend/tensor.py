@@ -59,7 +59,7 @@ def check_python_values(data, dt: dtypes.dtype, where: str = "For parameter: 'da
     """Raise for the first Python number in ``data`` that ``dt`` cannot hold: an int outside an integer dtype's
     range; a finite float beyond float32's range for a float dtype (Python floats become float32 first, as in
     nvtripy; narrower floats then overflow to inf as a cast does, docs/SEMANTICS.md)."""
-    npdt = dtypes.to_numpy(dt)
+    npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
     check = npdt if npdt.kind in "iu" else np.dtype(np.float32) if issubclass(dt, dtypes.floating) else None
     if check is None or _fits_scalar(data, check):
         return
@@ -79,6 +79,7 @@ def check_python_values(data, dt: dtypes.dtype, where: str = "For parameter: 'da
 
 
 _F32_MAX = float(np.finfo(np.float32).max)
+NUMPY_OF: dict[dtypes.dtype, np.dtype] = {d: dtypes.to_numpy(d) for d in dtypes.ALL}  # per scalar operand
 _INT_RANGES: dict[np.dtype, tuple[int, int]] = {}
 
 

@@ -29,8 +29,17 @@ class OpDef:
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """Same-rank broadcasting: each dim pair equal or one of them 1 (None = not known until run time)."""
     first = shapes[0]
-    if all(s == first for s in shapes[1:]):  # equal shapes broadcast to themselves (most binary ops)
-        return tuple(first)
+    if len(shapes) == 2 and len(shapes[1]) == len(first):  # binary ops: pairwise, errors from the loop below
+        out = []
+        for a, b in zip(first, shapes[1]):
+            if a == b or b == 1 or (b is None and a != 1):
+                out.append(a)
+            elif a == 1 or a is None:
+                out.append(b)
+            else:
+                break
+        else:
+            return tuple(out)
     rank = len(first)
     out = []
     for i in range(rank):

@@ -1,8 +1,10 @@
-"""User locations are remembered per (code object, instruction): every op still points at its own line and
-column, also when code objects die and new ones reuse their ids (notebook cells re-run). Python-number
-checks skip numpy only inside the dtype's range (issue 12, the front half)."""
+"""The trace's fast paths (issue 12, the front half): user locations are remembered per (code object,
+instruction), yet every op still points at its own line and column, also when code objects die and new ones
+reuse their ids (notebook cells re-run); Python-number checks skip numpy only inside the dtype's range;
+pairwise broadcasting agrees with the general rule."""
 
 import gc
+import itertools
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import tripy_lab as tp
 from tripy_lab import pipeline
 from tripy_lab.core import source
 from tripy_lab.core.errors import TripyException
+from tripy_lab.trace.optable import broadcast_shapes
 
 
 def _locations(fn):
@@ -80,3 +83,29 @@ def test_scalar_operands_convert_like_a_cast():
     out = tp.compile(lambda x: x + 3, args=[tp.InputInfo((2,), tp.int8)], engine="reference")(
         tp.Tensor(np.ones(2, np.int8)))
     assert np.asarray(out).tolist() == [4, 4]
+
+
+def _broadcast_rule(*shapes):
+    """Each dim: the one size other than 1 (two different ones: an error), else None if any is unknown, else 1."""
+    out = []
+    for dims in zip(*shapes):
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            return "error"
+        out.append(known.pop() if known else None if None in dims else 1)
+    return tuple(out)
+
+
+def test_pairwise_broadcast_matches_the_rule():
+    dims = [None, 1, 2, 3]
+    for rank in (0, 1, 2):
+        for a in itertools.product(dims, repeat=rank):
+            for b in itertools.product(dims, repeat=rank):
+                try:
+                    got = broadcast_shapes(a, b)
+                except TripyException:
+                    got = "error"
+                assert got == _broadcast_rule(a, b), (a, b)
+    assert broadcast_shapes((2, None), (1, 4), (2, 1)) == (2, 4)
+    with pytest.raises(TripyException, match="not broadcastable"):
+        broadcast_shapes((2, 3), (3, 3))
