@@ -77,8 +77,15 @@ def _is_internal(filename: str) -> bool:
 def user_location(skip_internal: bool = True) -> SourceLocation | None:
     """The innermost frame that is not tripy_lab's own code."""
     frame = sys._getframe(1)
-    while frame is not None and skip_internal and _is_internal(frame.f_code.co_filename):
-        frame = frame.f_back
+    if skip_internal:
+        internal = _INTERNAL_FILES  # set membership per frame: cheaper than a call (~8 frames an op)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename not in internal:
+                if not _is_internal(filename):
+                    break
+                internal.add(filename)  # bounded: tripy_lab's and the standard library's files
+            frame = frame.f_back
     if frame is None:
         return None
     # Every op asks, and one line makes many ops: remember the location of each (code, instruction).
@@ -96,6 +103,7 @@ def user_location(skip_internal: bool = True) -> SourceLocation | None:
     return loc
 
 
+_INTERNAL_FILES: set[str] = set()
 _LOCATIONS: dict[tuple[int, int], tuple[object, SourceLocation]] = {}
 _LOCATIONS_LIMIT = 1 << 14
 

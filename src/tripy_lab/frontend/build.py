@@ -33,7 +33,11 @@ def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = No
     ins = [t.trace_tensor if isinstance(t, Tensor) else t for t in inputs]
     params = params or {}
     loc = user_location()
-    shape_values = bool(ins) and all(t.is_shape for t in ins)
+    shape_values = bool(ins)
+    for t in ins:  # a loop, not all(...): this runs for every op
+        if not t.is_shape:
+            shape_values = False
+            break
     if shape_values and all(t.value is not None for t in ins):
         folded = _fold(kind, ins, params)
         if folded is not None:

@@ -24,11 +24,10 @@ _UNPLANNED = object()
 class Plan:
     """How to build one op class: operand kinds, result count, segment sizes, default properties."""
 
-    __slots__ = ("kinds", "n_results", "segments", "defaults", "all_single")
+    __slots__ = ("kinds", "n_results", "segments", "defaults")
 
     def __init__(self, kinds: tuple[int, ...], n_results: int, segments: bool, defaults: tuple):
         self.kinds, self.n_results, self.segments, self.defaults = kinds, n_results, segments, defaults
-        self.all_single = not segments and all(k == _SINGLE for k in kinds)
 
 
 _PLANS: dict[type, Plan | None] = {}
@@ -72,13 +71,15 @@ def build_planned(op: IRDLOperation, operands, results, properties: dict[str, At
     for r in results:  # loops, not all(...): a generator costs as much as the check (~2500 ops a lowering)
         if type(r) is not TensorType and not isinstance(r, Attribute):
             return False
-    if plan.all_single:  # the common case: as many plain SSA values as operand definitions
-        if len(operands) != len(plan.kinds):
-            return False
+    values = operands if len(operands) == len(plan.kinds) else None
+    if values is not None:  # the common case: one plain SSA value per operand definition
         for v in operands:
             if type(v) not in _VALUE_TYPES and not isinstance(v, SSAValue):
-                return False
-        values = operands
+                values = None
+                break
+    if values is not None:
+        if plan.segments:
+            properties["operandSegmentSizes"] = _segment_sizes([1] * len(values))
     else:
         flat = _flat_operands(plan.kinds, operands)
         if flat is None:

@@ -234,7 +234,11 @@ def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, loca
     """Make a TraceOp of ``kind`` and return its outputs (shapes and dtypes from the table's rule)."""
     params = params or {}
     results = OPS[kind].rule(inputs, params)
-    tracer = any(t.is_compile_tracer for t in inputs)
+    tracer = False
+    for t in inputs:  # a loop, not any(...): this runs for every op
+        if t.is_compile_tracer:
+            tracer = True
+            break
     outputs = [TraceTensor(shape=tuple(s), dtype=dt, location=location, is_compile_tracer=tracer)
                for s, dt in results]
     op = TraceOp(kind, list(inputs), outputs, params, location)
