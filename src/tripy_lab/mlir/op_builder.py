@@ -31,6 +31,7 @@ class Plan:
 
 
 _PLANS: dict[type, Plan | None] = {}
+_NO_VALUES = SSAValues()
 
 
 def plan_of(cls: type[IRDLOperation]) -> Plan | None:
@@ -91,10 +92,13 @@ def build_planned(op: IRDLOperation, operands, results, properties: dict[str, At
         if name not in properties:
             properties[name] = default
     # Operation.__init__ with no successors, regions or attributes, field by field
-    values = SSAValues(values)
-    uses = tuple([Use(op, i) for i in range(len(values))])
-    for value, use in zip(values, uses):
-        value.add_use(use)
+    if values:
+        values = SSAValues(values)
+        uses = tuple([Use(op, i) for i in range(len(values))])
+        for value, use in zip(values, uses):
+            value.add_use(use)
+    else:  # constants: the shared empty operand list, as Operation's own default
+        values, uses = _NO_VALUES, ()
     op._operands = values
     op._operand_uses = uses
     op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(results)])
