@@ -113,6 +113,20 @@ def test_remembered_signature_still_refuses_wrong_dtype_rank_and_bounds(engine, 
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_tensor_arguments_are_checked_as_the_arrays_they_hold(engine):
+    exe = exes(engine)["dyn"]
+    out = exe(f32(2, 3))
+    twice = warm(exe, out)  # another call's output, then the same signature again
+    np.testing.assert_array_equal(np.asarray(twice), f32(2, 3) * 4)
+    np.testing.assert_array_equal(np.asarray(exe(exe(twice))), f32(2, 3) * 16)
+    np.testing.assert_array_equal(np.asarray(warm(exe, tp.Tensor(f32(1, 3)))), f32(1, 3) * 2)
+    assert refused(exe, tp.Tensor(f32(5, 3))).summary == "Unexpected tensor shape."
+    assert refused(exe, tp.Tensor(f32(2, 3).astype(np.float16))).summary == "Unexpected tensor data type."
+    assert refused(exe, tp.Tensor(f32(2, 3)) * 2.0).summary == "Tensor `a` is not evaluated."
+    assert refused(exe, exes(engine)["two_out"](f32(2))[0]).summary == "Unexpected tensor rank."
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_remembered_signatures_still_check_named_dims(engine):
     exe = exes(engine)["named"]
     warm(exe, f32(2, 3), f32(2, 3))

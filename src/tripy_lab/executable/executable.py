@@ -32,6 +32,16 @@ def _flatten(name: str, value, out: dict) -> None:
         out[name] = value
 
 
+def _held_array(t: Tensor):
+    """The array an evaluated Tensor holds, or None. An Executable's output is read without making the trace
+    tensor it makes on first use (a chain of calls would pay for it every call)."""
+    d = t.__dict__
+    if "_array" in d and "_tt" not in d:
+        return d["_array"]
+    producer = t.trace_tensor.producer
+    return producer.params["value"] if producer is not None and producer.kind == "constant" else None
+
+
 class Executable:
     """A compiled function. Call it with Tensors (or arrays) for the runtime parameters only."""
 
@@ -132,8 +142,7 @@ class Executable:
         if np_dtype is not None:
             array = value
             if isinstance(value, Tensor):
-                producer = value.trace_tensor.producer
-                array = producer.params["value"] if producer is not None and producer.kind == "constant" else None
+                array = _held_array(value)
             shape = getattr(array, "shape", None)
             # Hot path (a Tensor or a numpy/jax array): right dtype, rank and bounds need no further work.
             if shape is not None and getattr(array, "dtype", None) == np_dtype and len(shape) == len(mins) and all(
@@ -152,27 +161,46 @@ class Executable:
                 args = tuple([kwargs[n] for n in self._params])
             except KeyError:
                 return self._call_checked((), kwargs)
-            kwargs = {}
         fast = self._fast
-        if fast:
-            if len(args) == 1:  # the common case, without the list comprehension's frame
-                a = args[0]
-                cls = type(a)
-                call = fast.get(((cls, a.shape, a.dtype),)) if cls in self._fast_types else None
-            else:
-                types = self._fast_types
-                call = fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else None for a in args]))
-            if call is not None:
-                try:
-                    outputs = call(args)
-                except Exception:  # e.g. a deleted jax array: the full checks say what is wrong, or it raises again
-                    outputs = None
-                if outputs is None:
-                    return self._call_checked(args, {})
-                if self._return_single:
-                    return Tensor._from_array(outputs[0], self._out0)
-                return tuple([Tensor._from_array(o, dt) for o, dt in zip(outputs, self._out_dtypes)])
-        return self._call_checked(args, kwargs)
+        if not fast:
+            return self._call_checked(args, {})
+        if len(args) == 1:  # the common case, without the list comprehension's frame
+            a = args[0]
+            cls = type(a)
+            call = fast.get(((cls, a.shape, a.dtype),)) if cls in self._fast_types else None
+        else:
+            types = self._fast_types
+            call = fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else None for a in args]))
+        if call is None:
+            return self._call_tensors(args)
+        try:
+            outputs = call(args)
+        except Exception:  # e.g. a deleted jax array: the full checks say what is wrong, or it raises again
+            outputs = None
+        if outputs is None:
+            return self._call_checked(args, {})
+        if self._return_single:
+            return Tensor._from_array(outputs[0], self._out0)
+        return tuple([Tensor._from_array(o, dt) for o, dt in zip(outputs, self._out_dtypes)])
+
+    def _wrap(self, outputs):
+        if self._return_single:
+            return Tensor._from_array(outputs[0], self._out0)
+        return tuple([Tensor._from_array(o, dt) for o, dt in zip(outputs, self._out_dtypes)])
+
+    def _call_tensors(self, args):
+        """Evaluated Tensors (e.g. another call's outputs) are checked as the arrays they hold: a signature of those
+        arrays that was checked before runs on them."""
+        if not any(isinstance(a, Tensor) for a in args):
+            return self._call_checked(args, {})
+        arrays = tuple([_held_array(a) if isinstance(a, Tensor) else a for a in args])
+        types = self._fast_types
+        call = self._fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else None for a in arrays]))
+        try:
+            outputs = call(arrays) if call is not None else None
+        except Exception:
+            outputs = None
+        return self._call_checked(args, {}) if outputs is None else self._wrap(outputs)
 
     def _call_checked(self, args, kwargs):
         """A call with every argument checked; a signature that can be trusted from its key is remembered."""
@@ -187,9 +215,7 @@ class Executable:
             caller = getattr(self._compiled, "caller_for", None)
             self._fast[key] = (caller(run_args) if caller is not None else None) or self._run_engine
             self._fast_types.update(k[0] for k in key)
-        if self._return_single:
-            return Tensor._from_array(outputs[0], self._out0)
-        return tuple(Tensor._from_array(o, dt) for o, dt in zip(outputs, self._out_dtypes))
+        return self._wrap(outputs)
 
     def _run_engine(self, args):
         return self._compiled.run(list(args))
@@ -197,12 +223,15 @@ class Executable:
     def _signature_key(self, values, run_args) -> tuple | None:
         """The key under which this call's checks may be skipped next time, or None.
 
-        Every check depends only on the key when each argument is the very array that was checked (never a
-        Tensor or a converted value), of a type whose instances all live in memory the engine reads
-        (``arguments.always_readable``): dtype (compared exactly), rank, bounds and named dims follow from
-        (dtype, shape); the device from the type. A cached signature never admits a value that would fail."""
+        Every check depends only on the key when each argument is the very array that was checked (or held by an
+        evaluated Tensor, which is checked as its array; never a converted value), of a type whose instances all
+        live in memory the engine reads (``arguments.always_readable``): dtype (compared exactly), rank, bounds and
+        named dims follow from (dtype, shape), the device from the type. So a remembered signature never admits a
+        value that the checks would refuse. (A DimensionSize's value is not in the key: those are never cached.)"""
         key = []
         for value, checked in zip(values, run_args):
+            if isinstance(value, Tensor):
+                value = _held_array(value)
             cls = type(value)
             if checked is not value:
                 return None
