@@ -152,6 +152,14 @@ def test_dimension_size_values_are_checked_on_every_call(engine, make):
     assert "value 0 is outside the bounds" in str(err)
 
 
+def test_plain_int_dimension_sizes_past_int32_are_refused_even_inside_wider_bounds():
+    exe = tp.compile(lambda x, s: tp.reshape(x, (-1, s)),
+                     args=[tp.InputInfo((4, 6), tp.float32), tp.DimensionInputInfo((1, 2, 2**40))], engine="reference")
+    assert exe(f32(4, 6), 3).shape == (8, 3)
+    err = refused(exe, f32(4, 6), 2**35)
+    assert err.summary == "Unexpected DimensionSize value." and "int32" in str(err)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_memory_the_engine_cannot_read_is_refused_after_good_calls(engine):
     exe = exes(engine)["two_out"]

@@ -706,11 +706,14 @@ class XlaCompiled(CompiledEngine):
     # ------------------------------------------------------------------------------------ running
     def run(self, args: Sequence[Any]) -> list[Any]:
         try:
-            if self._key_simple:
-                call = self._calls[tuple([(type(a), a.shape, a.dtype) for a in args])]
-            else:
+            if not self._key_simple:
                 call = self._calls[self._key(args)]
-        except (KeyError, AttributeError, TypeError):
+            elif len(args) == 1:  # without the list comprehension's frame
+                a = args[0]
+                call = self._calls[((type(a), a.shape, a.dtype),)]
+            else:
+                call = self._calls[tuple([(type(a), a.shape, a.dtype) for a in args])]
+        except (KeyError, AttributeError, TypeError, IndexError):
             return self._run_miss(args)
         return list(call(args))
 

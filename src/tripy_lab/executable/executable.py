@@ -81,7 +81,8 @@ class Executable:
     @staticmethod
     def _spec(name: str, info) -> tuple:
         if isinstance(info, DimensionInputInfo):
-            return name, info, None, (), ()
+            # the plain-int shortcut of _checked_arg: inside the bounds and int32 (bounds may be wider)
+            return name, info, None, info.value_bounds.min[0], min(info.value_bounds.max[0], 2**31 - 1)
         b = info.shape_bounds
         return name, info, dtypes.to_numpy(info.dtype), b.min, b.max
 
@@ -150,6 +151,8 @@ class Executable:
                     type(array) is np.ndarray or device_kind(array) in self._devices):
                 return array
         if np_dtype is None:
+            if type(value) is int and mins <= value <= maxs:  # a plain int inside the (int32) bounds is exact
+                return np.asarray(value, dtype=np.int32)
             return dimension_argument(name, info, value)
         return tensor_argument(name, info, value, self._devices, self.engine)
 
