@@ -30,10 +30,18 @@ VARIANTS = {
     "cublaslt": {"xla_gpu_enable_cublaslt": True},
     "no_triton_gemm": {"xla_gpu_enable_triton_gemm": False},
     "no_triton_gemm+cublaslt": {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True},
-    "no_dot_merger": {"xla_disable_hlo_passes": "dot_merger"},
-    "no_dot_merger+cublaslt": {"xla_disable_hlo_passes": "dot_merger", "xla_gpu_enable_cublaslt": True},
+    # the HLO pass is named "dot-merger" (an earlier run spelled it "dot_merger", which disabled nothing)
+    "no_dot_merger": {"xla_disable_hlo_passes": "dot-merger"},
+    "no_dot_merger+cublaslt": {"xla_disable_hlo_passes": "dot-merger", "xla_gpu_enable_cublaslt": True},
+    "cmdbuf_all": {"xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"},
+    "no_dot_merger+cmdbuf_all": {"xla_disable_hlo_passes": "dot-merger",
+                                 "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"},
     "triton_gemm_any": {"xla_gpu_triton_gemm_any": True},
     "no_command_buffer": {"xla_gpu_enable_command_buffer": ""},
+    # let Triton GEMM fusions (which can fuse an element-wise producer such as the GELU into the GEMM's
+    # operand load) win even where cuBLAS alone is faster for the bare GEMM
+    "no_cublas_fallback": {"xla_gpu_cublas_fallback": False},
+    "triton_gemm_any+no_cublas_fallback": {"xla_gpu_triton_gemm_any": True, "xla_gpu_cublas_fallback": False},
 }
 
 
@@ -42,6 +50,7 @@ def main():
     p.add_argument("--out-dir", default=None)
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--shapes", default="8x1024,1x128")
+    p.add_argument("--profile-all", action="store_true", help="per-layer profile of every variant")
     a = p.parse_args()
     import jax
 
@@ -65,19 +74,23 @@ def main():
                 results[f"B{b}_T{t} {name}"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
                 continue
             exe = built.executable()
-            ms = timed(lambda exe=exe, idx=idx: exe(idx), exe.synchronize, iters=10) * 1e3
+            ms = timed(lambda exe=exe, idx=idx: exe(idx), exe.synchronize, iters=20) * 1e3
             row = {"ms": ms, "tflops": gpt.flops(b, t) / ms / 1e9, "compile_s": built.seconds,
                    "notes": [n for n in built.report.notes if "dropped" in n]}
-            if name == "defaults":
+            if name == "defaults" or a.profile_all:
                 layers = profile(exe, calls=10)
                 row["compute_ms"], row["layers_ms"] = layers.attrs["compute_ms"], layers.attrs["layers_ms"]
                 row["by_kind_ms"] = {k: round(float(v), 4) for k, v in
                                      layers.groupby("kind")["time_ms"].sum().sort_values(ascending=False).items()}
+                by_line = layers.groupby(["kind", "source_lines"])["time_ms"].agg(["sum", "count"])
+                row["by_kind_and_line"] = [f"{k[0]} @ {k[1]}: {r['sum']:.4f} ms / {int(r['count'])}"
+                                           for k, r in by_line.sort_values("sum", ascending=False).iterrows()]
                 top = layers.sort_values("time_ms", ascending=False).head(15)
                 row["top"] = [f"{r['layer']} [{r['kind']}] {r['time_ms']:.4f} ms {r['source_lines']}"
                               for r in top.to_dict("records")]
                 if a.out_dir:
-                    layers.to_csv(os.path.join(a.out_dir, f"layers_B{b}_T{t}.csv"), index=False)
+                    csv = f"layers_B{b}_T{t}_{name.replace('+', '_')}.csv"
+                    layers.to_csv(os.path.join(a.out_dir, csv), index=False)
                 c = exe._compiled
                 raw, consts = c._opt.call, tuple(c._consts)
                 last = {}
