@@ -223,6 +223,13 @@ class Executable:
     def _run_engine(self, args):
         return self._compiled.run(list(args))
 
+    def _device_probes(self) -> tuple:
+        probe = getattr(self._compiled, "device_probes", None)
+        try:
+            return tuple(probe() or ()) if probe is not None else ()
+        except Exception:  # the engine cannot say: every array's memory is asked per call
+            return ()
+
     def _signature_key(self, values, run_args) -> tuple | None:
         """The key under which this call's checks may be skipped next time, or None.
 
@@ -241,8 +248,7 @@ class Executable:
             readable = self._type_readable.get(cls)
             if readable is None:
                 if self._probes is None and cls is not np.ndarray:
-                    probe = getattr(self._compiled, "device_probes", None)
-                    self._probes = (probe() if probe is not None else None) or ()
+                    self._probes = self._device_probes()
                 readable = self._type_readable[cls] = always_readable(cls, self._devices, self._probes)
             if not readable:
                 return None
