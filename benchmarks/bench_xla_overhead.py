@@ -63,7 +63,8 @@ def build_engine(shape):
 def weights_case(kind: str, n_weights: int, dim: int, batch: int):
     """(executable, jitted, weights) of a program with ``n_weights`` lifted (dim, dim) weights, as tp.compile'd
     and as ``jax.jit(f)(x, *weights)``. ``mlp``: N ``tp.Linear`` layers with relu between (biases baked in on
-    both sides). ``sum``: ``x + w0[0:1] + ... + wN-1[0:1]``: almost no work, so the rows show what the arguments cost."""
+    both sides). ``sum``: ``x + w0[0:1] + ... + wN-1[0:1]``: almost no work, so the rows show what the arguments
+    cost."""
     import jax
     import jax.numpy as jnp
 

@@ -138,18 +138,25 @@ def test_remembered_signatures_still_check_named_dims(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("make", [np.int64, lambda v: np.array(v, np.int64), lambda v: jax.numpy.asarray(v)],
-                         ids=["np.int64", "0-d numpy", "0-d jax"])
+@pytest.mark.parametrize("make", [int, np.int64, lambda v: np.array(v, np.int64), lambda v: jax.numpy.asarray(v),
+                                  tp.DimensionSize], ids=["int", "np.int64", "0-d numpy", "0-d jax", "DimensionSize"])
 def test_dimension_size_values_are_checked_on_every_call(engine, make):
-    """A DimensionSize's value is not in a (type, shape, dtype) key: such calls are never taken on trust."""
+    """A DimensionSize is remembered by its value, and only as a plain int; every other kind is checked each call."""
     exe = exes(engine)["dim"]
     x = f32(4, 6)
-    for _ in range(3):
-        assert exe(x, make(2)).shape == (12, 2)
+    warm(exe, x, make(2), fast=make is int)
+    for s in (1, 2, 4, 2):
+        out = exe(x, make(s))
+        assert isinstance(out, tp.Tensor) and out.shape == (24 // s, s)
+        np.testing.assert_array_equal(np.asarray(out), x.reshape(-1, s))
     err = refused(exe, x, make(8))
     assert err.summary == "Unexpected DimensionSize value." and "value 8 is outside the bounds [1, 4]" in str(err)
     err = refused(exe, x, make(0))
     assert "value 0 is outside the bounds" in str(err)
+    assert refused(exe, f32(4, 5), make(2)).summary == "Unexpected tensor shape."
+    if make is int:
+        assert refused(exe, x, True).summary == "Unexpected DimensionSize value."  # a bool is not an int here
+        assert refused(exe, x, 2.0).summary == "Unexpected DimensionSize value."
 
 
 def test_plain_int_dimension_sizes_past_int32_are_refused_even_inside_wider_bounds():
@@ -222,6 +229,19 @@ def test_engines_are_still_reached_through_run_on_a_remembered_signature():
     finally:
         exe._compiled.run = original
     assert len(calls) == 1
+
+
+def test_a_remembered_dimension_size_reaches_the_engine_as_the_checked_int32():
+    exe = exes("reference")["dim"]
+    warm(exe, f32(4, 6), 3)
+    seen = []
+    inner = exe._compiled.run
+    exe._compiled.run = lambda args: seen.append(args[1]) or inner(args)
+    try:
+        assert exe(f32(4, 6), 3).shape == (8, 3)
+    finally:
+        del exe._compiled.run
+    assert len(seen) == 1 and isinstance(seen[0], np.ndarray) and seen[0].dtype == np.int32 and seen[0] == 3
 
 
 def test_jax_arrays_are_trusted_by_type_only_when_each_backend_has_one_device(monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +31,15 @@ def _flatten(name: str, value, out: dict) -> None:
             _flatten(f"{name}.{k}", v, out)
     else:
         out[name] = value
+
+
+def _with_values(call, values, args):
+    """``call(args)`` with the arguments at the given positions replaced (a remembered DimensionSize's checked
+    int32 array for the user's int)."""
+    args = list(args)
+    for i, v in values:
+        args[i] = v
+    return call(args)
 
 
 def _held_array(t: Tensor):
@@ -69,12 +79,13 @@ class Executable:
         ret_op = program.main().body.block.last_op
         self._out_dtypes = [dtypes.BY_MLIR[str(v.type.element_type)] for v in ret_op.operands]
         self._out0 = self._out_dtypes[0] if self._out_dtypes else None
-        # Signatures already checked: (type, shape, dtype) of each argument -> the engine's call for them. Only
-        # for Tensor parameters (no DimensionSize: its value is not in the key) and array types whose every
-        # instance is in memory the engine reads; see ``_signature_key``.
+        # Signatures already checked: (type, shape, dtype) of each array argument, the value of each plain-int
+        # DimensionSize -> the engine's call for them. Only for array types whose every instance is in memory the
+        # engine reads; see ``_signature_key``.
         self._fast: dict[tuple, Any] = {}
         self._fast_types: set[type] = set()
-        self._cacheable = self._flat and all(isinstance(i, InputInfo) for i in self.input_infos.values())
+        self._cacheable = self._flat
+        self._dim_pos = [i for i, spec in enumerate(self._specs) if spec[2] is None]
         self._type_readable: dict[type, bool] = {}
         self._probes: Any = None  # the engine's arrays vouching for its array class (asked when first needed)
 
@@ -170,10 +181,12 @@ class Executable:
         if len(args) == 1:  # the common case, without the list comprehension's frame
             a = args[0]
             cls = type(a)
-            call = fast.get(((cls, a.shape, a.dtype),)) if cls in self._fast_types else None
+            call = fast.get(((cls, a.shape, a.dtype),)) if cls in self._fast_types else (
+                fast.get((a,)) if cls is int else None)
         else:
             types = self._fast_types
-            call = fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else None for a in args]))
+            call = fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else
+                                   a if type(a) is int else None for a in args]))
         if call is None:
             return self._call_tensors(args)
         try:
@@ -198,7 +211,8 @@ class Executable:
             return self._call_checked(args, {})
         arrays = tuple([_held_array(a) if isinstance(a, Tensor) else a for a in args])
         types = self._fast_types
-        call = self._fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else None for a in arrays]))
+        call = self._fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else
+                                     a if type(a) is int else None for a in arrays]))
         try:
             outputs = call(arrays) if call is not None else None
         except Exception:
@@ -216,8 +230,11 @@ class Executable:
         key = self._signature_key(values, run_args) if self._cacheable else None
         if key is not None:  # only once the engine ran it: a signature that fails is never trusted
             caller = getattr(self._compiled, "caller_for", None)
-            self._fast[key] = (caller(run_args) if caller is not None else None) or self._run_engine
-            self._fast_types.update(k[0] for k in key)
+            call = (caller(run_args) if caller is not None else None) or self._run_engine
+            if self._dim_pos:  # the engine gets the checked int32 values, as on this call
+                call = functools.partial(_with_values, call, [(i, run_args[i]) for i in self._dim_pos])
+            self._fast[key] = call
+            self._fast_types.update(k[0] for k in key if type(k) is tuple)
         return self._wrap(outputs)
 
     def _run_engine(self, args):
@@ -237,9 +254,15 @@ class Executable:
         evaluated Tensor, which is checked as its array; never a converted value), of a type whose instances all
         live in memory the engine reads (``arguments.always_readable``): dtype (compared exactly), rank, bounds and
         named dims follow from (dtype, shape), the device from the type. So a remembered signature never admits a
-        value that the checks would refuse. (A DimensionSize's value is not in the key: those are never cached.)"""
-        key = []
-        for value, checked in zip(values, run_args):
+        value that the checks would refuse. A DimensionSize is in the key by its value, and only as a plain ``int``
+        (an ``np.int64``, a 0-d array or a DimensionSize object are checked every call)."""
+        key: list = []
+        for value, checked, spec in zip(values, run_args, self._specs):
+            if spec[2] is None:  # DimensionSize
+                if type(value) is not int:
+                    return None
+                key.append(value)
+                continue
             if isinstance(value, Tensor):
                 value = _held_array(value)
             cls = type(value)
