@@ -6,7 +6,8 @@ Measures, in one process and interleaved, the median per-call time of
   * ``jit``:    ``jax.jit(lambda x: jnp.tanh(x) * 2 + x)(x)``
   * ``engine``: ``XlaCompiled.run([x])`` of the same function written as tensorrt-dialect MLIR
   * ``executable``: ``tp.compile(...)(x)`` when the pipeline is importable (the full user path)
-for numpy inputs and for device-resident jax inputs, and reports engine / jit (target <= 1.5x).
+for numpy inputs and for device-resident jax inputs, and reports engine / jit and executable / jit
+(goal: executable <= 1.5x jit).
 Results are ready-synchronised (``block_until_ready``) at the end of each batch, like a user loop.
 
 ``--weights N`` (default 76, 0 skips it) adds the many-argument case of a GPT-sized program: an MLP of N
@@ -158,12 +159,12 @@ def main(argv=None):
             cases += [(f"{a.weights}w {kind} numpy", w_cands, xw), (f"{a.weights}w {kind} jax", w_cands,
                                                                     jax.device_put(xw))]
     results = {}
-    for label, cands, arg in cases:
-        times = {k: [] for k in cands}
-        for fn in cands.values():
+    for label, group, arg in cases:
+        times = {k: [] for k in group}
+        for fn in group.values():
             per_call(fn, arg, 200)  # warm up
         for _ in range(a.reps):
-            for k, fn in cands.items():  # interleaved, so drift hits every candidate alike
+            for k, fn in group.items():  # interleaved, so drift hits every candidate alike
                 times[k].append(per_call(fn, arg, a.calls))
         med = {k: statistics.median(v) * 1e6 for k, v in times.items()}
         results[label] = med
