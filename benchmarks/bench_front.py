@@ -3,7 +3,8 @@
     python benchmarks/bench_front.py [--ops 1000] [--reps 5] [--json out.json]
 
 * trace+lower: ``tp`` trace -> MLIR of a graph of ``--ops`` element-wise ops vs jax's ``jit(f).lower(x)``
-  of the same function in jax.numpy (goal <= 0.5x);
+  of the same function in jax.numpy (goal <= 0.5x); both warm (one untimed call first) with a full
+  ``gc.collect()`` before each timed call;
 * xla build: ``Lowered.build(engine="xla", shapes="opt")`` (our MLIR -> jax -> XLA compile) vs jax's
   ``.compile()`` of the lowered program alone (goal <= 1.2x);
 * three profile points (opt, min, max compiled concurrently) vs one (goal <= 1.5x);
@@ -15,6 +16,7 @@ Every build runs with an empty persistent cache and cleared jax caches. Medians 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import statistics
@@ -55,6 +57,22 @@ def median_time(fn, reps: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
+def warm_median_time(fn, reps: int, r: dict, key: str) -> tuple[float, object]:
+    """Median of ``reps`` calls after an untimed first one (imports, first-use caches: kept as ``{key}_cold_s``),
+    each after a full ``gc.collect()``: otherwise whichever side happens to trigger Python's full collection of
+    the whole heap (50-80 ms with jax loaded) pays for both. Both sides of a ratio are timed this way."""
+    start = time.perf_counter()
+    fn()
+    r[f"{key}_cold_s"] = time.perf_counter() - start
+    times, out = [], None
+    for _ in range(reps):
+        gc.collect()
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
 def fresh():
     import jax
 
@@ -83,14 +101,15 @@ def main(argv=None):
     r: dict = {"ops": n, "jax": jax.__version__, "device": str(jax.devices()[0].device_kind),
                "machine": platform.machine(), "date": time.strftime("%Y-%m-%d")}
 
-    t_ours, lowered = median_time(lambda: pipeline.trace(f_tp, args=[info]).lower(), a.reps)
+    t_ours, lowered = warm_median_time(lambda: pipeline.trace(f_tp, args=[info]).lower(), a.reps, r, "trace_lower")
     r["mlir_ops"] = len(lowered.program.ops())
+    r["trace_s"], r["lower_s"] = lowered.traced.seconds, lowered.seconds  # the split, from the last rep
 
     def jax_lower():
         jax.clear_caches()
         return jax.jit(f_jax).lower(x)
 
-    t_jax, jl = median_time(jax_lower, a.reps)
+    t_jax, jl = warm_median_time(jax_lower, a.reps, r, "jax_lower")
     r["trace_lower_s"], r["jax_lower_s"] = t_ours, t_jax
     r["trace_lower_vs_jax_lower"] = t_ours / t_jax
 

@@ -77,10 +77,38 @@ def _is_internal(filename: str) -> bool:
 def user_location(skip_internal: bool = True) -> SourceLocation | None:
     """The innermost frame that is not tripy_lab's own code."""
     frame = sys._getframe(1)
-    while frame is not None and skip_internal and _is_internal(frame.f_code.co_filename):
-        frame = frame.f_back
+    if skip_internal:
+        internal = _INTERNAL_FILES  # set membership per frame: cheaper than a call (~8 frames an op)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename not in internal:
+                if not _is_internal(filename):
+                    break
+                internal.add(filename)  # bounded: tripy_lab's and the standard library's files
+            frame = frame.f_back
     if frame is None:
         return None
+    # Every op asks, and one line makes many ops: remember the location of each (code, instruction).
+    # Keyed by id(code) (hashing a code object hashes its contents); the entry holds the code object,
+    # so that id is not reused while the entry lives.
+    code, lasti = frame.f_code, frame.f_lasti
+    key = (id(code), lasti)
+    entry = _LOCATIONS.get(key)
+    if entry is not None and entry[0] is code and entry[1].line == frame.f_lineno:
+        return entry[1]
+    loc = _frame_location(frame)
+    if len(_LOCATIONS) >= _LOCATIONS_LIMIT:
+        _LOCATIONS.clear()
+    _LOCATIONS[key] = (code, loc)
+    return loc
+
+
+_INTERNAL_FILES: set[str] = set()
+_LOCATIONS: dict[tuple[int, int], tuple[object, SourceLocation]] = {}
+_LOCATIONS_LIMIT = 1 << 14
+
+
+def _frame_location(frame) -> SourceLocation:
     col = end_col = None
     positions = list(frame.f_code.co_positions())
     idx = frame.f_lasti // 2

@@ -6,7 +6,7 @@ import numpy as np
 
 from tripy_lab.core import dtypes
 from tripy_lab.core.source import user_location
-from tripy_lab.frontend.tensor import Tensor, check_python_values, constant, wrap
+from tripy_lab.frontend.tensor import NUMPY_OF, Tensor, check_python_values, constant, wrap
 from tripy_lab.trace import TraceTensor, apply
 
 # Shape arithmetic on known values is folded at trace time, so static shapes stay constants.
@@ -33,7 +33,11 @@ def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = No
     ins = [t.trace_tensor if isinstance(t, Tensor) else t for t in inputs]
     params = params or {}
     loc = user_location()
-    shape_values = bool(ins) and all(t.is_shape for t in ins)
+    shape_values = bool(ins)
+    for t in ins:  # a loop, not all(...): this runs for every op
+        if not t.is_shape:
+            shape_values = False
+            break
     if shape_values and all(t.value is not None for t in ins):
         folded = _fold(kind, ins, params)
         if folded is not None:
@@ -62,9 +66,18 @@ def shape_constant(values) -> Tensor:
     return wrap(tt)
 
 
+_F32 = np.dtype(np.float32)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def scalar_constant(value, dt: dtypes.dtype) -> Tensor:
     if isinstance(value, (int, float, np.integer, np.floating)):  # never a raw OverflowError or a silent inf
         check_python_values(value, dt, where=f"For a Python number used with {dt} data")
-    with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
-        array = np.asarray(value, dtype=dtypes.to_numpy(dt))
+    npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
+    kind = type(value)
+    if (kind is int and npdt.kind in "iu") or (kind in (int, float) and npdt == _F32 and abs(value) <= _F32_MAX):
+        array = np.asarray(value, dtype=npdt)  # checked above: cannot overflow
+    else:
+        with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
+            array = np.asarray(value, dtype=npdt)
     return wrap(constant(array, dt, user_location()))

@@ -8,6 +8,7 @@ import numpy as np
 
 from tripy_lab.core import config, dtypes
 from tripy_lab.core.errors import raise_error
+from tripy_lab.frontend.build import scalar_constant
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
 
 D = dtypes
@@ -99,8 +100,6 @@ def norm_dims(fn: str, dims, rank: int) -> list[int]:
 
 def operand(fn: str, param: str, value, like: dtypes.dtype) -> Tensor:
     """A Tensor for ``value``; Python scalars take the dtype ``like`` (lossy casts are refused)."""
-    from tripy_lab.frontend.build import scalar_constant
-
     if isinstance(value, Tensor):
         if isinstance(value, DimensionSize) and like is not D.int32 and value.dtype is not like:
             from tripy_lab.frontend import ops_math

@@ -27,8 +27,9 @@ from tripy_lab.frontend.tensor import DimensionSize, Tensor
 
 def match_ranks(*tensors: Tensor) -> list[Tensor]:
     """Prepend size-1 dims so every tensor has the largest rank (numpy's right alignment)."""
-    rank = builtins.max(t.rank for t in tensors)
-    return [t if t.rank == rank else ops_shape.prepend_ones(t, rank - t.rank) for t in tensors]
+    ranks = [t.rank for t in tensors]
+    rank = builtins.max(ranks)
+    return [t if r == rank else ops_shape.prepend_ones(t, rank - r) for t, r in zip(tensors, ranks)]
 
 
 def _as_dim(value, other):

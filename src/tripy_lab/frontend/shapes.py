@@ -46,6 +46,8 @@ def shape_tensor(shape: Sequence, param: str = "shape") -> Tensor:
     if not isinstance(shape, (list, tuple)):
         raise_error(f"Invalid value for parameter: '{param}'.",
                     [f"Expected a sequence of ints or DimensionSizes, but got: {shape!r}."])
+    if all(type(v) is int for v in shape):  # the common case (every rank-matching reshape): one constant
+        return shape_constant(list(shape))
     for v in shape:
         if not is_intlike(v):
             raise_error(f"Invalid value for parameter: '{param}'.",

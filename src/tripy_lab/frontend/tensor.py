@@ -59,9 +59,9 @@ def check_python_values(data, dt: dtypes.dtype, where: str = "For parameter: 'da
     """Raise for the first Python number in ``data`` that ``dt`` cannot hold: an int outside an integer dtype's
     range; a finite float beyond float32's range for a float dtype (Python floats become float32 first, as in
     nvtripy; narrower floats then overflow to inf as a cast does, docs/SEMANTICS.md)."""
-    npdt = dtypes.to_numpy(dt)
+    npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
     check = npdt if npdt.kind in "iu" else np.dtype(np.float32) if issubclass(dt, dtypes.floating) else None
-    if check is None:
+    if check is None or _fits_scalar(data, check):
         return
     for v in np.asarray(data, dtype=object).reshape(-1):
         if isinstance(v, (bool, np.bool_)) or not _does_not_fit(v, check):
@@ -76,6 +76,25 @@ def check_python_values(data, dt: dtypes.dtype, where: str = "For parameter: 'da
                     [f"{where}, expected values of magnitude at most {float(np.finfo(check).max):.7g} "
                      f"(the largest float32) but got: {shown}.",
                      "Python floats become float32, as in nvtripy: scale the data so that it fits."])
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+NUMPY_OF: dict[dtypes.dtype, np.dtype] = {d: dtypes.to_numpy(d) for d in dtypes.ALL}  # per scalar operand
+_INT_RANGES: dict[np.dtype, tuple[int, int]] = {}
+
+
+def _fits_scalar(data, check: np.dtype) -> bool:
+    """The common case of one Python number well inside ``check``'s range, without numpy (every ``x * 2``)."""
+    kind = type(data)
+    if kind is float:
+        return check.kind == "f" and -_F32_MAX <= data <= _F32_MAX
+    if kind is int and check.kind in "iu":
+        bounds = _INT_RANGES.get(check)
+        if bounds is None:
+            info = np.iinfo(check)
+            bounds = _INT_RANGES[check] = (int(info.min), int(info.max))
+        return bounds[0] <= data <= bounds[1]
+    return False
 
 
 def _does_not_fit(v, npdt: np.dtype) -> bool:

@@ -63,6 +63,7 @@ __all__ = [
 
 ENUM_ATTRS: dict[str, type[EnumAttribute]] = {}
 """attribute mnemonic (``activation_type``) -> attribute class."""
+_ENUM_VALUES: dict[tuple, EnumAttribute] = {}  # (class, "kSUM") -> attribute; bounded by the enums' sizes
 
 
 def _print_parameter(self: EnumAttribute, printer: Printer) -> None:
@@ -94,12 +95,21 @@ def _make(name: str, mnemonic: str, values: str) -> tuple[type[StrEnum], type[En
 
 def enum_attr(attr_cls: type[EnumAttribute], value: str | StrEnum | EnumAttribute) -> EnumAttribute:
     """``attr_cls`` holding ``value`` (a ``"kSUM"`` string, enum member or attribute)."""
+    if type(value) is str:  # the lowering's case; isinstance against attribute classes goes through ABCMeta
+        hit = _ENUM_VALUES.get((attr_cls, value))
+        if hit is not None:
+            return hit
     if isinstance(value, attr_cls):
         return value
     if isinstance(value, EnumAttribute):
         value = str(value.data)
+    key = (attr_cls, str(value))
+    hit = _ENUM_VALUES.get(key)
+    if hit is not None:  # enum attributes are immutable: one object per value
+        return hit
     try:
-        return attr_cls(attr_cls.enum_type(str(value)))
+        attr = _ENUM_VALUES[key] = attr_cls(attr_cls.enum_type(str(value)))
+        return attr
     except ValueError:
         allowed = ", ".join(m.value for m in attr_cls.enum_type)
         raise ValueError(f"{value!r} is not a valid {attr_cls.name} (expected one of: {allowed})") from None

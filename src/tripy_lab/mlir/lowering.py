@@ -9,10 +9,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseResourceAttr,
     DictionaryAttr,
-    FileLineColLoc,
-    IntAttr,
     ModuleOp,
-    NameLoc,
     StringAttr,
     UnknownLoc,
 )
@@ -23,6 +20,7 @@ from tripy_lab.core import config, dtypes
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.mlir import dialect as trt
+from tripy_lab.mlir.attrs import file_loc, name_loc
 from tripy_lab.mlir.lowering_nn import LOWERING_NN
 from tripy_lab.mlir.program import MlirProgram, OpOrigin
 from tripy_lab.trace import OPS, Trace, TraceOp
@@ -48,13 +46,10 @@ class _Ctx:
         return op
 
     def value(self, tt):
-        """SSA value of a trace tensor; constants are emitted here, at first use as an operand."""
+        """SSA value of a trace tensor; constants are emitted here, at first use as an operand (with its location)."""
         v = self.values[id(tt)]
-        if callable(v):
-            saved = self.location
-            self.location, v = v()
-            self.values[id(tt)] = v
-            self.location = saved
+        if type(v) is _Deferred:
+            v = self.values[id(tt)] = v.emit()
         return v
 
     def i32_const(self, values):
@@ -81,6 +76,18 @@ class _Ctx:
         return self.add(trt.ConstantOp(trt.dense_elements(array, dt.mlir))).results[0]
 
 
+class _Deferred:
+    """A constant not emitted yet: ops that take a known shape as a static list (slice) never need it."""
+
+    __slots__ = ("ctx", "op")
+
+    def __init__(self, ctx: _Ctx, op: TraceOp):
+        self.ctx, self.op = ctx, op
+
+    def emit(self):
+        return self.ctx.constant(to_host(self.op.params["value"]), self.op.params["dtype"])
+
+
 def _is_splat(array: np.ndarray) -> bool:
     flat = array.reshape(-1)
     return flat.size > 0 and bool(np.all(flat == flat[0]))
@@ -92,14 +99,12 @@ def _out_type(op: TraceOp, i: int = 0):
 
 
 def _static(tt) -> list[int] | None:
-    return [int(v) for v in tt.value.reshape(-1)] if tt.value is not None else None
+    return list(map(int, tt.value.reshape(-1).tolist())) if tt.value is not None else None
 
 
 # ---- one function per op family ----
 def _constant(ctx, op, ins):
-    # Deferred: ops that take a known shape as a static list (slice) never need the constant op.
-    loc = ctx.location
-    return [lambda: (loc, ctx.constant(to_host(op.params["value"]), op.params["dtype"]))]
+    return [_Deferred(ctx, op)]
 
 
 def _element_wise(ctx, op, ins):
@@ -210,6 +215,9 @@ for _row in OPS.values():
         LOWERING[_row.name] = family[_row.tensorrt_op]
 
 
+_STATIC_OPERANDS = ("slice", "slice_fill", "slice_reflect")
+
+
 def _takes_static(op: TraceOp, i: int, t) -> bool:
     """Slice start/size/stride with known values are printed as static lists, not SSA operands."""
     if op.kind in ("slice_fill", "slice_reflect"):
@@ -230,12 +238,14 @@ def _arg_attrs(info) -> DictionaryAttr:
     return DictionaryAttr({})
 
 
-def _location(op: TraceOp):
-    loc = op.location
+_UNKNOWN = UnknownLoc()
+
+
+def _location(name: str, loc):
+    """``loc("%t5"("file.py":12:5))`` of the trace op ``name`` made at ``loc`` (columns 1-based)."""
     if loc is None:
-        return NameLoc(StringAttr(op.name), UnknownLoc())
-    inner = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr((loc.col or 0) + 1))
-    return NameLoc(StringAttr(op.name), inner)
+        return name_loc(name, _UNKNOWN)
+    return name_loc(name, file_loc(loc.file, loc.line, (loc.col or 0) + 1))
 
 
 def lower(trace: Trace) -> MlirProgram:
@@ -246,13 +256,26 @@ def lower(trace: Trace) -> MlirProgram:
     for t, arg in zip(trace.inputs, block.args):
         ctx.values[id(t)] = arg
     origins: dict[str, OpOrigin] = {}
+    values, value = ctx.values, ctx.value
     for op in trace.ops:
-        ctx.location = _location(op)
-        ins = [ctx.values[id(t)] if _takes_static(op, i, t) else ctx.value(t) for i, t in enumerate(op.inputs)]
+        name = op.outputs[0].name
+        # a constant is emitted where it is first used, under that op's location: none needed here
+        ctx.location = None if op.kind == "constant" else _location(name, op.location)
+        if op.kind in _STATIC_OPERANDS:
+            ins = [values[id(t)] if _takes_static(op, i, t) else value(t) for i, t in enumerate(op.inputs)]
+        else:
+            ins = []
+            for t in op.inputs:  # ctx.value, inlined: two inputs an op
+                v = values[id(t)]
+                if type(v) is _Deferred:
+                    v = values[id(t)] = v.emit()
+                ins.append(v)
         results = LOWERING[op.kind](ctx, op, ins)
         for t, v in zip(op.outputs, results):
-            ctx.values[id(t)] = v
-        origins[op.name] = OpOrigin(op.name, str(op), op.location)
+            values[id(t)] = v
+        origins[name] = OpOrigin.of_trace_op(op)
+    if trace.ops and ctx.location is None:  # constants returned as outputs: at the last op's location
+        ctx.location = _location(trace.ops[-1].outputs[0].name, trace.ops[-1].location)
     outs = [ctx.value(t) for t in trace.outputs]
     ret = ReturnOp(*outs)
     block.add_op(ret)

@@ -80,6 +80,7 @@ from .enums import (
     UnaryOperationAttr,
     enum_attr,
 )
+from .op_builder import build_planned
 
 ElementsAttr = DenseIntOrFPElementsAttr | DenseResourceAttr
 UI32 = IntegerType(32, Signedness.UNSIGNED)
@@ -138,13 +139,10 @@ class _Op(IRDLOperation):
 
     def _make(self, operands, results, regions=(), **props) -> None:
         """Initialise with ``props`` as properties, dropping those that are None."""
-        IRDLOperation.__init__(
-            self,
-            operands=operands,
-            result_types=results,
-            properties={k: v for k, v in props.items() if v is not None},
-            regions=list(regions),
-        )
+        properties = {k: v for k, v in props.items() if v is not None}
+        if regions or not build_planned(self, operands, results, properties):
+            IRDLOperation.__init__(self, operands=operands, result_types=results, properties=properties,
+                                   regions=list(regions))
 
 
 # ---- custom syntax helpers -------------------------------------------------------------------

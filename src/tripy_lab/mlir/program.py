@@ -10,17 +10,55 @@ from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.source import SourceLocation
 
 
-@dataclass(frozen=True)
 class OpOrigin:
-    """Where an MLIR op came from: its trace op and the user's line."""
+    """Where an MLIR op came from: its trace op and the user's line. Read-only.
 
-    trace_op: str  # trace op name, e.g. "%t5" (the NameLoc name on the MLIR op)
-    text: str  # the trace op as printed in the trace listing
-    location: SourceLocation | None
+    ``trace_op``: the trace op's name, e.g. "%t5" (the NameLoc name on the MLIR op); ``text``: the trace op as
+    printed in the trace listing; ``location``: the user's line. The lowering makes them with ``of_trace_op``,
+    which formats the text on first use (most programs never show it; formatting was ~4 us an op)."""
+
+    __slots__ = ("_trace_op", "_text", "_location", "_names")
+
+    def __init__(self, trace_op: str, text: str, location: SourceLocation | None):
+        self._trace_op, self._text, self._location, self._names = trace_op, text, location, None
+
+    @classmethod
+    def of_trace_op(cls, op) -> OpOrigin:
+        """The origin of trace op ``op``; its text is ``op.listing(names)`` with the tensor names of now."""
+        origin = cls.__new__(cls)
+        origin._trace_op, origin._text, origin._location = op.outputs[0].name, op, op.location
+        origin._names = op.tensor_names()
+        return origin
+
+    @property
+    def trace_op(self) -> str:
+        return self._trace_op
+
+    @property
+    def location(self) -> SourceLocation | None:
+        return self._location
+
+    @property
+    def text(self) -> str:
+        if self._names is not None:
+            self._text, self._names = self._text.listing(self._names), None
+        return self._text
 
     @property
     def line(self) -> str:
         return self.location.short if self.location else ""
+
+    def _key(self) -> tuple:
+        return self.trace_op, self.text, self.location
+
+    def __eq__(self, other):
+        return self._key() == other._key() if type(other) is OpOrigin else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"OpOrigin(trace_op={self.trace_op!r}, text={self.text!r}, location={self.location!r})"
 
 
 @dataclass

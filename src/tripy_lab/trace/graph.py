@@ -28,9 +28,11 @@ class Trace:
         counter = 0
         for t in tensors:
             if t.name.startswith("%t"):
-                while f"%t{counter}" in taken:
+                name = f"%t{counter}"
+                while name in taken:
                     counter += 1
-                t.name = f"%t{counter}"
+                    name = f"%t{counter}"
+                t.name = name
                 counter += 1
 
     def _topo_sort(self) -> list[TraceOp]:
@@ -40,18 +42,21 @@ class Trace:
         # Iterative DFS: deep graphs (100s of ops) must not hit Python's recursion limit.
         stack: list[tuple[TraceOp, bool]] = [(t.producer, False) for t in reversed(self.outputs)
                                              if t.producer is not None and id(t) not in input_ids]
+        push, pop = stack.append, stack.pop
         while stack:
-            op, expanded = stack.pop()
-            if id(op) in seen:
+            op, expanded = pop()
+            key = id(op)
+            if key in seen:
                 continue
             if expanded:
-                seen.add(id(op))
+                seen.add(key)
                 order.append(op)
                 continue
-            stack.append((op, True))
+            push((op, True))
             for inp in reversed(op.inputs):
-                if inp.producer is not None and id(inp) not in input_ids and id(inp.producer) not in seen:
-                    stack.append((inp.producer, False))
+                producer = inp.producer
+                if producer is not None and id(producer) not in seen and id(inp) not in input_ids:
+                    push((producer, False))
         return order
 
     def _check_leaked_inputs(self) -> None:

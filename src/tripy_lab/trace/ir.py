@@ -39,8 +39,18 @@ class TraceTensor:
         return len(self.shape)
 
     def type_str(self) -> str:
-        dims = "x".join("?" if d is None else str(d) for d in self.shape)
-        return f"tensor<{dims + 'x' if dims else ''}{self.dtype.shortname}>"
+        key = (self.shape, self.dtype)
+        text = _TYPE_STRS.get(key)
+        if text is None:  # every op's listing shows its types: format each (shape, dtype) once
+            dims = "x".join("?" if d is None else str(d) for d in self.shape)
+            text = f"tensor<{dims + 'x' if dims else ''}{self.dtype.shortname}>"
+            if len(_TYPE_STRS) >= 1 << 14:
+                _TYPE_STRS.clear()
+            _TYPE_STRS[key] = text
+        return text
+
+
+_TYPE_STRS: dict[tuple, str] = {}
 
 
 @dataclass(eq=False)
@@ -66,13 +76,23 @@ class TraceOp:
             shown.append(f"{key}={val}")
         return ", ".join(shown)
 
-    def __str__(self) -> str:
-        outs = ", ".join(t.name for t in self.outputs)
-        args = [f"{t.name} : {t.type_str()}" for t in self.inputs]
+    def tensor_names(self) -> tuple[str, ...]:
+        """Names of the inputs, then of the outputs (what ``listing`` prints)."""
+        return tuple([t.name for t in self.inputs] + [t.name for t in self.outputs])
+
+    def listing(self, names: tuple[str, ...] | None = None) -> str:
+        """The op's line in the trace listing; ``names`` (from ``tensor_names``) stands in for the current ones."""
+        if names is None:
+            names = self.tensor_names()
+        n = len(self.inputs)
+        args = [f"{name} : {t.type_str()}" for name, t in zip(names, self.inputs)]
         if self.params:
             args.append(self.params_str())
-        types = ", ".join(t.type_str() for t in self.outputs)
-        return f"{outs} = {self.kind}({', '.join(args)}) : {types}"
+        types = ", ".join([t.type_str() for t in self.outputs])
+        return f"{', '.join(names[n:])} = {self.kind}({', '.join(args)}) : {types}"
+
+    def __str__(self) -> str:
+        return self.listing()
 
 
 def _short_value(val) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tripy_lab.core import dtypes
 from tripy_lab.core.errors import raise_error
 from tripy_lab.trace import rules_nn as nn
-from tripy_lab.trace.ir import TraceTensor
+from tripy_lab.trace.ir import TraceOp, TraceTensor
 
 Shape = tuple[int | None, ...]
 Rule = Callable[[list[TraceTensor], dict], list[tuple[Shape, dtypes.dtype]]]
@@ -28,7 +28,19 @@ class OpDef:
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """Same-rank broadcasting: each dim pair equal or one of them 1 (None = not known until run time)."""
-    rank = len(shapes[0])
+    first = shapes[0]
+    if len(shapes) == 2 and len(shapes[1]) == len(first):  # binary ops: pairwise, errors from the loop below
+        out = []
+        for a, b in zip(first, shapes[1]):
+            if a == b or b == 1 or (b is None and a != 1):
+                out.append(a)
+            elif a == 1 or a is None:
+                out.append(b)
+            else:
+                break
+        else:
+            return tuple(out)
+    rank = len(first)
     out = []
     for i in range(rank):
         dims = [s[i] for s in shapes]
@@ -84,7 +96,7 @@ def _reduce(ins, p):
 
 def _shape_from_value(t: TraceTensor) -> Shape:
     if t.value is not None:
-        return tuple(int(v) for v in t.value.reshape(-1))
+        return tuple(map(int, t.value.reshape(-1).tolist()))  # tolist: no numpy scalar per element
     if t.known is not None:
         return tuple(t.known)
     return (None,) * t.shape[0]
@@ -220,16 +232,18 @@ recording: list[list] = []
 
 def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, location=None) -> list[TraceTensor]:
     """Make a TraceOp of ``kind`` and return its outputs (shapes and dtypes from the table's rule)."""
-    from tripy_lab.trace.ir import TraceOp
-
     params = params or {}
     results = OPS[kind].rule(inputs, params)
-    outputs = [TraceTensor(shape=tuple(s), dtype=dt, location=location) for s, dt in results]
+    tracer = False
+    for t in inputs:  # a loop, not any(...): this runs for every op
+        if t.is_compile_tracer:
+            tracer = True
+            break
+    outputs = [TraceTensor(shape=tuple(s), dtype=dt, location=location, is_compile_tracer=tracer)
+               for s, dt in results]
     op = TraceOp(kind, list(inputs), outputs, params, location)
-    tracer = any(t.is_compile_tracer for t in inputs)
     for out in outputs:
         out.producer = op
-        out.is_compile_tracer = tracer
     if recording:
         recording[-1].append(op)
     return outputs

@@ -1,0 +1,150 @@
+"""Building tensorrt ops fast: what xDSL's generic builder does, planned once per op class.
+
+``IRDLOperation.__init__`` (irdl_op_init) re-reads the op definition on every call and then runs
+``Operation.__init__``: ~22 us an op, most of a 1000-op lowering. For the plain shapes of op the
+lowering makes (single, optional and variadic operands; single results; no regions, successors or
+discardable attributes) the plan here sets the same fields to the same values: operands and their
+use lists, results, properties (None dropped, ``operandSegmentSizes`` last, defaults filled in),
+an empty attribute dict, the unknown location, no successors or regions (~4 us). Anything else (an
+Operation passed as an operand, a wrong count, a variadic result) returns False, and the caller
+uses the generic builder, with its usual errors. ``tests/mlir/test_op_builder.py`` checks that both
+builders give the same op for every op class the plan takes. xDSL is pinned (pyproject.toml).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import UNKNOWN_LOC, DenseArrayBase, TensorType, i32
+from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue, SSAValues, Use
+from xdsl.irdl import AttrSizedOperandSegments, IRDLOperation, OptionalDef, ParsePropInAttrDict, VariadicDef
+
+_SINGLE, _OPTIONAL, _VARIADIC = 1, 2, 3
+_UNPLANNED = object()
+
+
+class Plan:
+    """How to build one op class: operand kinds, result count, segment sizes, default properties."""
+
+    __slots__ = ("kinds", "n_results", "segments", "defaults")
+
+    def __init__(self, kinds: tuple[int, ...], n_results: int, segments: bool, defaults: tuple):
+        self.kinds, self.n_results, self.segments, self.defaults = kinds, n_results, segments, defaults
+
+
+_PLANS: dict[type, Plan | None] = {}
+_NO_VALUES = SSAValues()
+
+
+def plan_of(cls: type[IRDLOperation]) -> Plan | None:
+    """The plan of ``cls``, or None when only the generic builder may build it."""
+    plan = _PLANS.get(cls, _UNPLANNED)
+    if plan is _UNPLANNED:
+        plan = _PLANS[cls] = _make_plan(cls)
+    return plan
+
+
+def _make_plan(cls: type[IRDLOperation]) -> Plan | None:
+    d = cls.get_irdl_definition()
+    if d.regions or d.successors or d.attributes or any(isinstance(r, VariadicDef) for _, r in d.results):
+        return None
+    segments = False
+    for option in d.options:
+        if isinstance(option, AttrSizedOperandSegments) and option.as_property:
+            segments = True
+        elif not isinstance(option, ParsePropInAttrDict):
+            return None
+    kinds = tuple(_OPTIONAL if isinstance(o, OptionalDef) else _VARIADIC if isinstance(o, VariadicDef) else _SINGLE
+                  for _, o in d.operands)
+    # IRDLOperation.__post_init__ fills these in when absent
+    defaults = tuple((name, p.default_value) for name, p in d.properties.items()
+                     if not isinstance(p, OptionalDef) and p.default_value is not None)
+    return Plan(kinds, len(d.results), segments, defaults)
+
+
+def build_planned(op: IRDLOperation, operands, results, properties: dict[str, Attribute]) -> bool:
+    """Initialise ``op`` (fresh, from ``cls.__new__``) like the generic builder would; False: not done, use it.
+
+    ``properties`` (None values already dropped) becomes the op's own dict."""
+    plan = _PLANS.get(type(op), _UNPLANNED)
+    if plan is _UNPLANNED:
+        plan = plan_of(type(op))
+    if plan is None or len(results) != plan.n_results:
+        return False
+    for r in results:  # loops, not all(...): a generator costs as much as the check (~2500 ops a lowering)
+        if type(r) is not TensorType and not isinstance(r, Attribute):
+            return False
+    values = operands if len(operands) == len(plan.kinds) else None
+    if values is not None:  # the common case: one plain SSA value per operand definition
+        for v in operands:
+            if type(v) not in _VALUE_TYPES and not isinstance(v, SSAValue):
+                values = None
+                break
+    if values is not None:
+        if plan.segments:
+            properties["operandSegmentSizes"] = _segment_sizes([1] * len(values))
+    else:
+        flat = _flat_operands(plan.kinds, operands)
+        if flat is None:
+            return False
+        values, sizes = flat
+        if plan.segments:
+            properties["operandSegmentSizes"] = _segment_sizes(sizes)
+    for name, default in plan.defaults:
+        if name not in properties:
+            properties[name] = default
+    # Operation.__init__ with no successors, regions or attributes, field by field
+    if values:
+        values = SSAValues(values)
+        uses = tuple([Use(op, i) for i in range(len(values))])
+        for value, use in zip(values, uses):
+            value.add_use(use)
+    else:  # constants: the shared empty operand list, as Operation's own default
+        values, uses = _NO_VALUES, ()
+    op._operands = values
+    op._operand_uses = uses
+    op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(results)])
+    op.properties = properties
+    op.attributes = {}
+    op.location = UNKNOWN_LOC
+    op._successors = ()
+    op._successor_uses = ()
+    op.regions = ()
+    return True
+
+
+# isinstance against xDSL's abstract base classes goes through ABCMeta (~0.4 us); the common types first
+def _is_value(v) -> bool:
+    return type(v) in _VALUE_TYPES or isinstance(v, SSAValue)
+
+
+_VALUE_TYPES = (OpResult, BlockArgument)
+
+
+def _flat_operands(kinds: tuple, operands) -> tuple[list, list[int]] | None:
+    if len(operands) != len(kinds):
+        return None
+    flat, sizes = [], []
+    for kind, arg in zip(kinds, operands):
+        if _is_value(arg):
+            flat.append(arg)
+            sizes.append(1)
+        elif arg is None and kind != _SINGLE:
+            sizes.append(0)
+        elif isinstance(arg, (list, tuple)) and kind != _SINGLE and all(_is_value(a) for a in arg):
+            if kind == _OPTIONAL and len(arg) > 1:
+                return None
+            flat.extend(arg)
+            sizes.append(len(arg))
+        else:
+            return None
+    return flat, sizes
+
+
+def _segment_sizes(sizes: list[int]) -> DenseArrayBase:
+    key = tuple(sizes)
+    attr = _SEGMENT_SIZES.get(key)
+    if attr is None:
+        attr = _SEGMENT_SIZES[key] = DenseArrayBase.from_list(i32, key)  # immutable: shared
+    return attr
+
+
+_SEGMENT_SIZES: dict[tuple, DenseArrayBase] = {}

@@ -1,0 +1,111 @@
+"""The trace's fast paths (issue 12, the front half): user locations are remembered per (code object,
+instruction), yet every op still points at its own line and column, also when code objects die and new ones
+reuse their ids (notebook cells re-run); Python-number checks skip numpy only inside the dtype's range;
+pairwise broadcasting agrees with the general rule."""
+
+import gc
+import itertools
+
+import numpy as np
+import pytest
+
+import tripy_lab as tp
+from tripy_lab import pipeline
+from tripy_lab.core import source
+from tripy_lab.core.errors import TripyException
+from tripy_lab.trace.optable import broadcast_shapes
+
+
+def _locations(fn):
+    traced = pipeline.trace(fn, args=[tp.InputInfo((2,), tp.float32)])
+    return [(op.kind, op.location) for op in traced.trace.ops if op.kind in ("mul", "add", "exp")]
+
+
+def test_each_op_keeps_its_line_and_column():
+    def f(x):
+        y = x * 2.0 + x
+        return tp.exp(y)
+
+    locs = _locations(f)
+    first = f.__code__.co_firstlineno
+    assert [(k, loc.line - first) for k, loc in locs] == [("mul", 1), ("add", 1), ("exp", 2)]
+    assert locs[0][1].col != locs[1][1].col or locs[0][1].end_col != locs[1][1].end_col
+    assert all(loc.file == __file__ and loc.function == "f" for _, loc in locs)
+
+
+def test_new_code_objects_never_get_a_stale_location():
+    # Each round compiles a fresh function (the old one is freed, so CPython may reuse its id) whose op sits
+    # on another line: a location remembered by id alone would point at the previous round's line.
+    for blank in range(40):
+        ns = {"tp": tp}
+        exec(compile("\n" * blank + "def f(x):\n    return x * 3.0\n", "<cell>", "exec"), ns)
+        (kind, loc), = [r for r in _locations(ns["f"]) if r[0] == "mul"]
+        assert (loc.file, loc.line, loc.function) == ("<cell>", blank + 2, "f")
+        del ns
+        gc.collect()
+    assert len(source._LOCATIONS) <= source._LOCATIONS_LIMIT
+
+
+def test_location_cache_is_bounded(monkeypatch):
+    monkeypatch.setattr(source, "_LOCATIONS_LIMIT", 3)
+    source._LOCATIONS.clear()
+    for _ in range(2):
+        for n in range(5):
+            ns = {"tp": tp}
+            exec(compile("\n" * n + "def f(x):\n    return x * 3.0\n", "<bounded>", "exec"), ns)
+            _locations(ns["f"])
+            assert len(source._LOCATIONS) <= 3
+
+
+@pytest.mark.parametrize(("value", "dt", "ok"), [
+    (float(np.finfo(np.float32).max), tp.float32, True), (-float(np.finfo(np.float32).max), tp.float32, True),
+    (3.5e38, tp.float32, False), (-1e39, tp.float16, False), (float("inf"), tp.float32, True),
+    (float("nan"), tp.float32, True), (127, tp.int8, True), (128, tp.int8, False), (-129, tp.int8, False),
+    (2**31 - 1, tp.int32, True), (2**31, tp.int32, False), (2**63, tp.int64, False), (True, tp.int8, True),
+])
+def test_python_number_ranges(value, dt, ok):
+    from tripy_lab.frontend.tensor import check_python_values
+
+    if ok:
+        check_python_values(value, dt)
+    else:
+        with pytest.raises(TripyException, match="does not fit|not representable"):
+            check_python_values(value, dt)
+
+
+def test_scalar_operands_convert_like_a_cast():
+    def f(x):
+        return x * 70000.0  # beyond float16: inf, as a cast
+
+    out = tp.compile(f, args=[tp.InputInfo((2,), tp.float16)], engine="reference")(
+        tp.Tensor(np.ones(2, np.float16)))
+    assert np.isinf(np.asarray(out).astype(np.float32)).all()
+    out = tp.compile(lambda x: x + 3, args=[tp.InputInfo((2,), tp.int8)], engine="reference")(
+        tp.Tensor(np.ones(2, np.int8)))
+    assert np.asarray(out).tolist() == [4, 4]
+
+
+def _broadcast_rule(*shapes):
+    """Each dim: the one size other than 1 (two different ones: an error), else None if any is unknown, else 1."""
+    out = []
+    for dims in zip(*shapes):
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            return "error"
+        out.append(known.pop() if known else None if None in dims else 1)
+    return tuple(out)
+
+
+def test_pairwise_broadcast_matches_the_rule():
+    dims = [None, 1, 2, 3]
+    for rank in (0, 1, 2):
+        for a in itertools.product(dims, repeat=rank):
+            for b in itertools.product(dims, repeat=rank):
+                try:
+                    got = broadcast_shapes(a, b)
+                except TripyException:
+                    got = "error"
+                assert got == _broadcast_rule(a, b), (a, b)
+    assert broadcast_shapes((2, None), (1, 4), (2, 1)) == (2, 4)
+    with pytest.raises(TripyException, match="not broadcastable"):
+        broadcast_shapes((2, 3), (3, 3))

@@ -1,0 +1,203 @@
+"""The lowering's fast paths build the same IR as the generic xDSL builders, and its caches share only
+immutable values: types, locations, enum and small dense attributes (issue 12, the front half).
+"""
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    FileLineColLoc,
+    IntAttr,
+    NameLoc,
+    StringAttr,
+    TensorType,
+    UnknownLoc,
+    f32,
+)
+from xdsl.irdl import IRDLOperation
+
+import tripy_lab as tp
+from tripy_lab import pipeline
+from tripy_lab.mlir import attrs, op_builder, ops_base
+from tripy_lab.mlir import dialect as trt
+from tripy_lab.mlir import text as mlir_text
+from tripy_lab.mlir.program import OpOrigin
+
+F32 = tp.float32
+
+
+LN = tp.LayerNorm(4)
+LN.weight, LN.bias = tp.Tensor(np.ones(4, np.float32)), tp.Tensor(np.zeros(4, np.float32))
+CONV = tp.Conv(1, 2, (1, 1), bias=True)
+CONV.weight, CONV.bias = tp.Tensor(np.ones((2, 1, 1, 1), np.float32)), tp.Tensor(np.zeros(2, np.float32))
+
+
+def zoo(x, n):
+    """One program through most lowering rules: static and dynamic dims, optional and variadic operands."""
+    h = tp.tanh(x) * 1.5 + x - 0.25
+    h = tp.relu(h) @ tp.transpose(h, 0, 1)
+    s = tp.sum(h, dim=1, keepdim=True) + tp.max(h, dim=0)
+    w = tp.where(h > 0.0, h, tp.exp(h))
+    cat = tp.concatenate([w, s * 2.0, x[:, :3]], dim=1)
+    g = tp.gather(cat, 0, tp.Tensor(np.array([0, 1], dtype=np.int32)))
+    r = tp.reshape(x, (-1,))[: x.shape[0]]
+    ar = tp.arange(0, n, dtype=F32)
+    ln = LN(x[:, :4])
+    top, idx = tp.topk(x, 2, dim=1)
+    img = tp.reshape(x[:1, :4], (1, 1, 2, 2))
+    conv = CONV(img)
+    pooled = tp.maxpool(conv, kernel_dims=(2, 2))
+    return tp.softmax(g, dim=-1), r + ar[:1], tp.cast(ln, tp.float16), top, tp.cast(idx, F32), pooled
+
+
+def lower_zoo():
+    traced = pipeline.trace(zoo, args=[tp.InputInfo(((2, 4, 8), 6), F32), tp.DimensionInputInfo((1, 3, 5))])
+    return traced.lower()
+
+
+def _structure(op):
+    return (type(op), [(type(v.owner).__name__, v.index if hasattr(v, "index") else None) for v in op.operands],
+            [r.type for r in op.results], list(op.properties.items()), dict(op.attributes), op.location,
+            len(op.regions), len(op.successors), sorted(vars(op)))
+
+
+def test_planned_ops_equal_generic_builder(monkeypatch):
+    fast = lower_zoo().program
+    monkeypatch.setattr(ops_base, "build_planned", lambda *args: False)  # every op through irdl_op_init
+    slow = lower_zoo().program
+    fast_ops, slow_ops = fast.ops(), slow.ops()
+    planned = {type(op) for op in fast_ops if op_builder._PLANS.get(type(op)) is not None}
+    assert {trt.ElementWiseOp, trt.ReshapeOp, trt.SliceOp, trt.ConcatenationOp, trt.LinspaceOp,
+            trt.ConvolutionOp, trt.TopKOp, trt.ConstantOp} <= planned  # plain, optional, segments, variadic, 2 results
+    assert len(fast_ops) == len(slow_ops) > 40
+    for a, b in zip(fast_ops, slow_ops):
+        assert _structure(a) == _structure(b), a.name
+        for i, v in enumerate(a.operands):  # use lists: the op is a user of each operand, at its index
+            assert any(u.operation is a and u.index == i for u in v.uses)
+    for key in [dict(generic=True, locations=True), dict(locations=True)]:
+        assert mlir_text.print_module(fast.module, **key) == mlir_text.print_module(slow.module, **key)
+    fast.module.verify()
+
+
+def test_unplanned_arguments_keep_the_generic_errors():
+    x = trt.ConstantOp(np.ones((2,), np.float32), "f32").results[0]
+    with pytest.raises(ValueError, match="input2"):  # irdl_op_init's own message
+        trt.ElementWiseOp(x, None, "kSUM", attrs.tensor_type((2,), "f32"))
+    with pytest.raises(ValueError, match="kBOGUS"):
+        trt.UnaryOp(x, "kBOGUS")
+
+
+def test_cached_attributes_are_shared_values_not_state():
+    t = attrs.tensor_type((None, 4), "f32")
+    assert t == attrs.tensor_type([-1, 4], "f32")
+    assert t is attrs.tensor_type((None, 4), "f32") and t == TensorType(f32, [DYNAMIC_INDEX, 4])
+    assert attrs.tensor_type((4,), "f32") != attrs.tensor_type((4,), "f16")
+    with pytest.raises(AttributeError):  # frozen: nobody can change a shared type
+        t.element_type = attrs.element_type("f16")
+    # small dense constants: the key is the source dtype and bytes, so equal-looking values stay apart
+    one_f, one_i = attrs.dense_elements(np.float32(1), "f32"), attrs.dense_elements(np.int64(1), "f32")
+    assert one_f == one_i and attrs.to_python(one_i) == 1.0
+    zero, neg_zero = attrs.dense_elements(np.float32(0.0), "f32"), attrs.dense_elements(np.float32(-0.0), "f32")
+    assert zero != neg_zero and np.signbit(attrs.to_python(neg_zero))
+    assert attrs.dense_elements(np.float32(1), "f32") is one_f
+    assert attrs.to_python(attrs.dense_elements(np.array([1, 2], np.int32), "i32")).tolist() == [1, 2]
+    assert attrs.to_python(attrs.dense_elements(np.array([1, 2], np.int32), "f16")).dtype == np.float16
+    assert trt.enum_attr(trt.UnaryOperationAttr, "kEXP") is trt.enum_attr(trt.UnaryOperationAttr, "kEXP")
+
+
+def test_two_programs_sharing_constants_stay_independent():
+    def f(x):
+        return x * 2.0 + 1.0
+
+    a = pipeline.trace(f, args=[tp.InputInfo((2, 2), F32)]).lower()
+    b = pipeline.trace(f, args=[tp.InputInfo((2, 2), F32)]).lower()
+    before = b.as_text(locations=True)
+    const_a = next(op for op in a.program.ops() if op.name == "tensorrt.constant")
+    const_a.properties["weights"] = attrs.dense_elements(np.float32(7.0), "f32")  # edit program a only
+    a._text_cache.clear()
+    assert "7.000000e+00" in a.as_text() and "7.000000e+00" not in b.as_text()
+    assert b.as_text(locations=True) == before
+    out = b.build(engine="reference").executable()(tp.Tensor(np.ones((2, 2), np.float32)))
+    np.testing.assert_array_equal(np.asarray(out), np.full((2, 2), 3.0, np.float32))
+
+
+def test_ops_on_one_line_keep_their_own_names_and_columns():
+    def f(x):
+        return x * 2.0 + x * 3.0
+
+    lowered = pipeline.trace(f, args=[tp.InputInfo((2,), F32)]).lower()
+    ops = [op for op in lowered.program.ops() if op.name == "tensorrt.element_wise"]
+    names = [op.location.desc.data for op in ops]
+    assert len(set(names)) == 3
+    cols = [op.location.location.column.data for op in ops]
+    assert cols[0] != cols[1]  # the two multiplies: different columns of the same line
+    assert len({op.location.location.line.data for op in ops}) == 1
+    for op, name in zip(ops, names):
+        assert lowered.program.origin_of(op).trace_op == name
+        assert lowered.program.origin_of(op).text.startswith(f"{name} = ")
+    text = lowered.as_text(locations=True)
+    assert all(f'loc("{name}"(' in text for name in names)
+
+
+def test_name_loc_equals_the_verified_constructor():
+    child = attrs.file_loc("cell.py", 3, 5)
+    assert child is attrs.file_loc("cell.py", 3, 5) and child == FileLineColLoc(StringAttr("cell.py"), IntAttr(3),
+                                                                                IntAttr(5))
+    for inner in (child, UnknownLoc()):
+        loc = attrs.name_loc("%t7", inner)
+        assert loc == NameLoc(StringAttr("%t7"), inner) and hash(loc) == hash(NameLoc(StringAttr("%t7"), inner))
+        loc.verify()
+        assert str(loc) == str(NameLoc(StringAttr("%t7"), inner))
+
+
+def test_origin_text_is_the_listing_at_lowering_time():
+    def f(x):
+        return tp.exp(x) + 1.0
+
+    traced = pipeline.trace(f, args=[tp.InputInfo((2,), F32)])
+    listing = {op.name: str(op) for op in traced.trace.ops}
+    lowered = traced.lower()
+    for op in traced.trace.ops:  # a later trace renaming shared tensors must not rewrite these origins
+        for t in op.outputs:
+            t.name = t.name.replace("%t", "%renamed")
+    for name, origin in lowered.program.origins.items():
+        assert origin.text == listing[name]
+    origin = next(iter(lowered.program.origins.values()))
+    assert origin == OpOrigin(origin.trace_op, origin.text, origin.location) and hash(origin)
+    with pytest.raises(AttributeError):
+        origin.trace_op = "%t99"
+
+
+def test_constants_take_the_location_of_their_first_user_or_the_last_op():
+    def f(x):
+        y = x + 1.0
+        return y, tp.Tensor([1.0, 2.0])
+
+    lowered = pipeline.trace(f, args=[tp.InputInfo((2,), F32)]).lower()
+    consts = [op for op in lowered.program.ops() if op.name == "tensorrt.constant"]
+    reshape = next(op for op in lowered.program.ops() if op.name == "tensorrt.reshape")
+    assert consts[0].location == reshape.location  # 1.0: emitted at the reshape (rank matching) that uses it
+    last = lowered.traced.trace.ops[-1]
+    assert last.kind == "constant"  # the returned constant: at its own trace op and line
+    assert consts[-1].location.desc.data == last.name
+    assert consts[-1].location.location.line.data == f.__code__.co_firstlineno + 2
+
+
+def test_planned_builder_fills_defaults_and_segments_like_irdl():
+    x = trt.ConstantOp(np.ones((4, 2), np.float32), "f32").results[0]
+    t1, t4 = attrs.tensor_type((2,), "f32"), attrs.tensor_type((4,), "f32")
+    cases = [  # properties without their defaults (keepDimensions, mode): both builders must add them
+        (trt.ReduceOp, [x], [t1], {"reduceAxes": attrs.dense_array([0]),
+                                   "reduceOperation": trt.enum_attr(trt.ReduceOperationAttr, "kSUM")}),
+        (trt.SliceOp, [x, None, None, None, None], [attrs.tensor_type((1, 2), "f32")],
+         {"static_start": attrs.dense_array([0, 0], "i32"), "static_size": attrs.dense_array([1, 2], "i32"),
+          "static_stride": attrs.dense_array([1, 1], "i32")}),
+        (trt.ConcatenationOp, [[x, x]], [attrs.tensor_type((8, 2), "f32")], {"axis": attrs.int_attr(0, "i32")}),
+        (trt.ReshapeOp, [x, None], [t4], {}),
+    ]
+    for cls, operands, results, props in cases:
+        fast, slow = cls.__new__(cls), cls.__new__(cls)
+        assert op_builder.build_planned(fast, operands, results, dict(props))
+        IRDLOperation.__init__(slow, operands=operands, result_types=results, properties=dict(props))
+        assert _structure(fast) == _structure(slow), cls.name
+    assert len(fast.properties) == len(slow.properties)
