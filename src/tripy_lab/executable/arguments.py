@@ -5,6 +5,7 @@ parameter, the value and what was expected, at the user's line (the same on ever
 
     tensor_argument(name, info, value, devices) -> array      # dtype, rank, bounds, device checked
     dimension_argument(name, info, value) -> np.ndarray        # 0-d int32, value checked against bounds
+    always_readable(cls, devices, probes) -> bool              # every instance of cls passes the device check
 """
 
 from __future__ import annotations
@@ -56,6 +57,18 @@ def device_kind(value) -> str:
     except Exception as exc:  # a broken producer is the caller's object: say so
         return f"unknown ({type(exc).__name__} from __dlpack_device__)"
     return DLPACK_DEVICES.get(dev_type, f"DLPack device type {dev_type}")
+
+
+def always_readable(cls: type, devices: frozenset[str], probes=None) -> bool:
+    """True when every instance of ``cls`` is in memory ``devices`` lists, so a call need not ask each one.
+
+    numpy arrays are host memory. For other classes the engine may vouch (``probes``: one array on each device an
+    array of its runtime can be on, e.g. jax's, each backend with one device so none can span several): when
+    ``cls`` is their class and each is in listed memory (asked through ``device_kind``, as ``tensor_argument``
+    asks), so is every instance. Any other class (subclasses, torch, cupy, tracers) is asked per call."""
+    if cls is np.ndarray:
+        return "cpu" in devices
+    return bool(probes) and all(type(p) is cls and device_kind(p) in devices for p in probes)
 
 
 def _check_device(name: str, value, devices: frozenset[str], engine: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Sequence
 from typing import Any
@@ -12,7 +13,7 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import raise_error
 from tripy_lab.engine.base import CompiledEngine
-from tripy_lab.executable.arguments import device_kind, dimension_argument, tensor_argument
+from tripy_lab.executable.arguments import always_readable, device_kind, dimension_argument, tensor_argument
 from tripy_lab.executable.stream import Stream, default_stream
 from tripy_lab.frontend.tensor import Tensor
 
@@ -30,6 +31,25 @@ def _flatten(name: str, value, out: dict) -> None:
             _flatten(f"{name}.{k}", v, out)
     else:
         out[name] = value
+
+
+def _with_values(call, values, args):
+    """``call(args)`` with the arguments at the given positions replaced (a remembered DimensionSize's checked
+    int32 array for the user's int)."""
+    args = list(args)
+    for i, v in values:
+        args[i] = v
+    return call(args)
+
+
+def _held_array(t: Tensor):
+    """The array an evaluated Tensor holds, or None. An Executable's output is read without making the trace
+    tensor it makes on first use (a chain of calls would pay for it every call)."""
+    d = t.__dict__
+    if "_array" in d and "_tt" not in d:
+        return d["_array"]
+    producer = t.trace_tensor.producer
+    return producer.params["value"] if producer is not None and producer.kind == "constant" else None
 
 
 class Executable:
@@ -58,11 +78,22 @@ class Executable:
         self._has_named = any(isinstance(i, InputInfo) and i.dimension_names for i in self.input_infos.values())
         ret_op = program.main().body.block.last_op
         self._out_dtypes = [dtypes.BY_MLIR[str(v.type.element_type)] for v in ret_op.operands]
+        self._out0 = self._out_dtypes[0] if self._out_dtypes else None
+        # Signatures already checked: (type, shape, dtype) of each array argument, the value of each plain-int
+        # DimensionSize -> the engine's call for them. Only for array types whose every instance is in memory the
+        # engine reads; see ``_signature_key``.
+        self._fast: dict[tuple, Any] = {}
+        self._fast_types: set[type] = set()
+        self._cacheable = self._flat
+        self._dim_pos = [i for i, spec in enumerate(self._specs) if spec[2] is None]
+        self._type_readable: dict[type, bool] = {}
+        self._probes: Any = None  # the engine's arrays vouching for its array class (asked when first needed)
 
     @staticmethod
     def _spec(name: str, info) -> tuple:
         if isinstance(info, DimensionInputInfo):
-            return name, info, None, (), ()
+            # the plain-int shortcut of _checked_arg: inside the bounds and int32 (bounds may be wider)
+            return name, info, None, info.value_bounds.min[0], min(info.value_bounds.max[0], 2**31 - 1)
         b = info.shape_bounds
         return name, info, dtypes.to_numpy(info.dtype), b.min, b.max
 
@@ -123,8 +154,7 @@ class Executable:
         if np_dtype is not None:
             array = value
             if isinstance(value, Tensor):
-                producer = value.trace_tensor.producer
-                array = producer.params["value"] if producer is not None and producer.kind == "constant" else None
+                array = _held_array(value)
             shape = getattr(array, "shape", None)
             # Hot path (a Tensor or a numpy/jax array): right dtype, rank and bounds need no further work.
             if shape is not None and getattr(array, "dtype", None) == np_dtype and len(shape) == len(mins) and all(
@@ -132,19 +162,121 @@ class Executable:
                     type(array) is np.ndarray or device_kind(array) in self._devices):
                 return array
         if np_dtype is None:
+            if type(value) is int and mins <= value <= maxs:  # a plain int inside the (int32) bounds is exact
+                return np.asarray(value, dtype=np.int32)
             return dimension_argument(name, info, value)
         return tensor_argument(name, info, value, self._devices, self.engine)
 
     def __call__(self, *args, **kwargs):
+        if kwargs:  # keywords only, one per parameter (the lab's calls): the same values in parameter order
+            if args or not self._flat or len(kwargs) != len(self._params):
+                return self._call_checked(args, kwargs)
+            try:
+                args = tuple([kwargs[n] for n in self._params])
+            except KeyError:
+                return self._call_checked((), kwargs)
+        fast = self._fast
+        if not fast:
+            return self._call_checked(args, {})
+        if len(args) == 1:  # the common case, without the list comprehension's frame
+            a = args[0]
+            cls = type(a)
+            call = fast.get(((cls, a.shape, a.dtype),)) if cls in self._fast_types else (
+                fast.get((a,)) if cls is int else None)
+        else:
+            types = self._fast_types
+            call = fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else
+                                   a if type(a) is int else None for a in args]))
+        if call is None:
+            return self._call_tensors(args)
+        try:
+            outputs = call(args)
+        except Exception:  # e.g. a deleted jax array: the full checks say what is wrong, or it raises again
+            outputs = None
+        if outputs is None:
+            return self._call_checked(args, {})
+        if self._return_single:
+            return Tensor._from_array(outputs[0], self._out0)
+        return tuple([Tensor._from_array(o, dt) for o, dt in zip(outputs, self._out_dtypes)])
+
+    def _wrap(self, outputs):
+        if self._return_single:
+            return Tensor._from_array(outputs[0], self._out0)
+        return tuple([Tensor._from_array(o, dt) for o, dt in zip(outputs, self._out_dtypes)])
+
+    def _call_tensors(self, args):
+        """Evaluated Tensors (e.g. another call's outputs) are checked as the arrays they hold: a signature of those
+        arrays that was checked before runs on them."""
+        if not any(isinstance(a, Tensor) for a in args):
+            return self._call_checked(args, {})
+        arrays = tuple([_held_array(a) if isinstance(a, Tensor) else a for a in args])
+        types = self._fast_types
+        call = self._fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else
+                                     a if type(a) is int else None for a in arrays]))
+        try:
+            outputs = call(arrays) if call is not None else None
+        except Exception:
+            outputs = None
+        return self._call_checked(args, {}) if outputs is None else self._wrap(outputs)
+
+    def _call_checked(self, args, kwargs):
+        """A call with every argument checked; a signature that can be trusted from its key is remembered."""
         flat_call = self._flat and not kwargs and len(args) == len(self._arg_names)
         values = args if flat_call else self._bind(args, kwargs)
         run_args = [self._checked_arg(spec, value) for spec, value in zip(self._specs, values)]
         if self._has_named:
             self._check_named_dims(dict(zip(self._arg_names, run_args)))
         outputs = self._compiled.run(run_args)
-        if self._return_single:
-            return Tensor._from_array(outputs[0], self._out_dtypes[0])
-        return tuple(Tensor._from_array(o, dt) for o, dt in zip(outputs, self._out_dtypes))
+        key = self._signature_key(values, run_args) if self._cacheable else None
+        if key is not None:  # only once the engine ran it: a signature that fails is never trusted
+            caller = getattr(self._compiled, "caller_for", None)
+            call = (caller(run_args) if caller is not None else None) or self._run_engine
+            if self._dim_pos:  # the engine gets the checked int32 values, as on this call
+                call = functools.partial(_with_values, call, [(i, run_args[i]) for i in self._dim_pos])
+            self._fast[key] = call
+            self._fast_types.update(k[0] for k in key if type(k) is tuple)
+        return self._wrap(outputs)
+
+    def _run_engine(self, args):
+        return self._compiled.run(list(args))
+
+    def _device_probes(self) -> tuple:
+        probe = getattr(self._compiled, "device_probes", None)
+        try:
+            return tuple(probe() or ()) if probe is not None else ()
+        except Exception:  # the engine cannot say: every array's memory is asked per call
+            return ()
+
+    def _signature_key(self, values, run_args) -> tuple | None:
+        """The key under which this call's checks may be skipped next time, or None.
+
+        Every check depends only on the key when each argument is the very array that was checked (or held by an
+        evaluated Tensor, which is checked as its array; never a converted value), of a type whose instances all
+        live in memory the engine reads (``arguments.always_readable``): dtype (compared exactly), rank, bounds and
+        named dims follow from (dtype, shape), the device from the type. So a remembered signature never admits a
+        value that the checks would refuse. A DimensionSize is in the key by its value, and only as a plain ``int``
+        (an ``np.int64``, a 0-d array or a DimensionSize object are checked every call)."""
+        key: list = []
+        for value, checked, spec in zip(values, run_args, self._specs):
+            if spec[2] is None:  # DimensionSize
+                if type(value) is not int:
+                    return None
+                key.append(value)
+                continue
+            if isinstance(value, Tensor):
+                value = _held_array(value)
+            cls = type(value)
+            if checked is not value:
+                return None
+            readable = self._type_readable.get(cls)
+            if readable is None:
+                if self._probes is None and cls is not np.ndarray:
+                    self._probes = self._device_probes()
+                readable = self._type_readable[cls] = always_readable(cls, self._devices, self._probes)
+            if not readable:
+                return None
+            key.append((cls, value.shape, value.dtype))
+        return tuple(key)
 
     def synchronize(self) -> None:
         self._compiled.synchronize()
