@@ -72,6 +72,7 @@ PROGRAMS = {
     "vector_matmul": (lambda a, b: (a[:, 0] @ b, b @ a[0], a[0] @ b[0]), [(4, 6), (4, 6)],
                       (F32, F16)),
     "batched_matmul": (lambda a, b: a @ tp.permute(b, (0, 2, 1)), [(2, 3, 5), (2, 4, 5)], (F32, F16)),
+    "batched_matmul_4d": (lambda a, b: a @ b, [(2, 2, 3, 5), (2, 2, 5, 4)], (F32, BF16)),
     "shapes": (lambda a, b: (tp.reshape(a, (-1, 3)), tp.permute(b, (1, 0)), tp.unsqueeze(a, 1),
                              tp.concatenate([a, b], dim=1), tp.expand(a[:, :1], (4, 6)), a[1:3, ::2], a[::-1, 4:0:-2],
                              tp.flip(b, dim=1),
