@@ -78,6 +78,7 @@ class Emitter:
 
     def __init__(self):
         self.lines: list[str] = []
+        self._consts: dict[tuple, Val] = {}
         self._count = 0
         self.scope = ""
 
@@ -104,6 +105,9 @@ class Emitter:
         if arr.size == 0:
             raise Fallback("empty constant")
         dt = arr.dtype
+        key = (dt.str, arr.shape, arr.tobytes()) if arr.size <= 64 else None
+        if key is not None and key in self._consts:  # one SSA value per small constant (XLA would CSE them)
+            return self._consts[key]
         ttype = tensor_type(arr.shape, dt)
         flat = np.ascontiguousarray(arr.astype(np.uint8) if dt == np.bool_ else arr).reshape(-1)
         first = flat[:1]
@@ -112,6 +116,8 @@ class Emitter:
         out = Val(self._fresh(), tuple(arr.shape), dt)
         self.lines.append(f'{out.name} = "stablehlo.constant"() <{{value = dense<"0x{data}"> : {ttype}}}> : () -> '
                           f'{ttype} loc("jit(main)")')
+        if key is not None:
+            self._consts[key] = out
         return out
 
     def ret(self, values) -> None:
