@@ -88,6 +88,9 @@ PROGRAMS = {
                                      tp.iota((4, 6), 1, a.dtype) + b), [(4, 6), (4, 6)], (F32, I32)),
     "embedding": (lambda a, b: tp.gather(a, 0, tp.Tensor(np.array([3, 0, -1, 2, -4, 9], np.int32))) * 2,
                   [(4, 6), (4, 6)], (F32, F16)),
+    "quantize": (lambda a, b: (tp.quantize(a, 0.05, I8), tp.dequantize(tp.quantize(b, 0.1, I8), 0.1, a.dtype),
+                               tp.quantize(a, [0.01, 0.02, 0.05, 0.1, 0.15, 0.2], I8, dim=1)),
+                 [(4, 6), (4, 6)], (F32, F16)),
     "chain": (lambda a, b: tp.tanh(tp.relu(a @ tp.transpose(b, 0, 1)) * 0.5 + 1.0), [(4, 6), (4, 6)], (F32,)),
 }
 CASES = [pytest.param(name, dt, id=f"{name}-{dt.name}") for name, (_, _, dts) in PROGRAMS.items() for dt in dts]

@@ -6,10 +6,11 @@ How a program runs
   MLIR op as StableHLO text (``xla_emit_ops.TABLE``, the same primitives the jax translations make, so the
   same bits) located at ``jit(main)/<t5>__op<i>/<prim>``, and puts the parsed module into the ``Lowered``
   of a stub jax function with the same argument and result types; that ``Lowered`` is compiled, stored
-  and called like any other. A program with an op the table marks ``fallback`` (convolutions, pooling,
-  resize, gather, top-k, (de)quantize, normalization, linspace, plugins), an attribute or dtype an
-  emitter refuses, or an attention pattern that may be fused (CUDA) is traced through jax instead, with
-  a note "StableHLO traced through jax (why)". A once-per-process self-test checks that the installed
+  and called like any other. A program with an op the table marks ``fallback`` ((de)convolution, pooling,
+  resize, top-k, plugins), an attribute or dtype an emitter refuses (group norm, int4 / float8 quantize,
+  broadcast-batch matmuls, out-of-bounds slice modes, ...), or an attention pattern that may be fused
+  (CUDA) is traced through jax instead, with a note "StableHLO traced through jax (why)"; so is a module
+  XLA refuses to compile. A once-per-process self-test checks that the installed
   jax compiles the module it is given (else every program is traced, with that reason).
 * Traced through jax, each MLIR op is translated by ``xla_ops.TABLE[op.name]`` inside
   ``jax.named_scope("<t5>__op<i>")`` (the op's trace name, sanitised, plus its index in

@@ -34,7 +34,7 @@ def register(name: str):
 
 
 for _name in ("convolution", "deconvolution", "pooling", "resize_nearest",
-              "resize_linear", "resize_cubic", "top_k", "quantize", "dequantize", "opaque_plugin"):
+              "resize_linear", "resize_cubic", "top_k", "opaque_plugin"):
     TABLE["tensorrt." + _name] = FALLBACK
 
 
@@ -646,3 +646,40 @@ def _linspace(op, args, ctx, em):
                                                                       "strides": i64_array([1])}, prim="slice"), ())
         out = binary(em, "stablehlo.add", out, binary(em, "stablehlo.multiply", iota, sd, "mul"), "add")
     return [out]
+
+
+def _q_scale(em, ctx, x, scale) -> Val:
+    """``xla_ops._q_scale``: a scalar, or per-axis scales shaped to broadcast along ``axis`` (blocks: fallback)."""
+    scale = convert(em, val(em, scale), np.float32)
+    axis = ctx.attr("axis", None)
+    if scale.ndim == 0:
+        return scale
+    if scale.ndim == 1 and x.ndim != 1 or axis is not None:
+        ax = int(axis if axis is not None else 0)
+        return reshape(em, scale, tuple(scale.size if d == ax else 1 for d in range(x.ndim)))
+    if scale.shape != x.shape:
+        raise Fallback("block quantization scales")
+    return scale
+
+
+@register("quantize")
+def _quantize(op, args, ctx, em):
+    x, out = val(em, ctx.operand("input")), ctx.result_dtype()
+    if out != np.int8:
+        raise Fallback(f"quantize to {out.name}")
+    lo, hi = (-128, 127)  # xla_ops._QRANGE
+    q = binary(em, "stablehlo.divide", convert(em, x, np.float32), _q_scale(em, ctx, x, ctx.operand("scale")), "div")
+    f32 = np.float32
+    clipped = binary(em, "stablehlo.minimum", scalar(hi, f32), binary(
+        em, "stablehlo.maximum", scalar(lo, f32), unary(em, "stablehlo.round_nearest_even", q, "round"), "max"),
+        "min")
+    q = select(em, compare(em, q, q, "NE", "ne"), scalar(0.0, f32), clipped)  # nan -> 0 (docs/SEMANTICS.md)
+    return [convert(em, q, out)]
+
+
+@register("dequantize")
+def _dequantize(op, args, ctx, em):
+    x = val(em, ctx.operand("input"))
+    y = binary(em, "stablehlo.multiply", convert(em, x, np.float32), _q_scale(em, ctx, x, ctx.operand("scale")),
+               "mul")
+    return [convert(em, y, ctx.result_dtype())]
