@@ -159,3 +159,16 @@ def test_quantized_linear_style_graph_compiles():
     x = np.ones((3, 3), np.float32)
     ref_w = np.clip(np.rint(w / scale[:, None]), -128, 127) * scale[:, None]
     np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x).eval())), x @ ref_w.T, rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 3)])
+def test_block_quantize_with_blocks_of_one(shape):
+    """A block scale of the input's own shape (blocks of one element; hypothesis found (1, 1) failing on onnxruntime,
+    whose lowering looked for the one dim where input and scale differ)."""
+    x = np.linspace(-20, 20, int(np.prod(shape)), dtype=np.float32).reshape(shape).astype(ml_dtypes.bfloat16)
+    scale = np.full(shape, 0.125, np.float32).astype(ml_dtypes.bfloat16)
+    q = tp.quantize(tp.Tensor(x), tp.Tensor(scale), tp.int4)
+    ref = quantize_ref(x, scale, tp.int4)
+    np.testing.assert_array_equal(run(q).astype(np.float64), ref.astype(np.float64))
+    d = tp.dequantize(q, tp.Tensor(scale), tp.bfloat16)
+    np.testing.assert_array_equal(run(d).astype(np.float64), (ref.astype(np.float64) * 0.125))

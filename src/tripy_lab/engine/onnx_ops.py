@@ -751,6 +751,8 @@ def _q_attrs(ctx, x_shape, s_shape) -> dict:
     if len(s_shape) == 1 and len(x_shape) != 1:
         return {"axis": 0}
     blocked = [d for d, (a, b) in enumerate(zip(x_shape, s_shape)) if a != b]
+    if not blocked and x_shape and x_shape[-1] is not None:  # scale of the input's shape: blocks of 1, any axis
+        return {"axis": len(x_shape) - 1, "block_size": 1}
     if len(blocked) != 1 or x_shape[blocked[0]] is None or s_shape[blocked[0]] is None:
         raise ctx.error(f"block quantization needs exactly one blocked static dim: input {x_shape}, scale {s_shape}.")
     d = blocked[0]
