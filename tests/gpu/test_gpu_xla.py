@@ -97,3 +97,17 @@ def test_timing_with_cuda_events(exe):
     ms = cp.cuda.get_elapsed_time(start, stop) / 20
     assert 0 < ms < 50
     assert cp.from_dlpack(out).shape == (64, 8)
+
+
+def test_profile_build_tunes_gemms_at_opt_only():
+    """On the GPU, min and max compile without GEMM autotuning (xla.TUNE_OPT_ONLY) and still compute right."""
+    from tripy_lab import pipeline
+
+    low = pipeline.trace(mlp, args=[tp.InputInfo(((1, 4, 64), 16), tp.float32), tp.Tensor(W), tp.Tensor(B)]).lower()
+    built = low.build(engine="xla", shapes="profile")
+    notes = [n for n in built.report.notes if "without GEMM autotuning" in n]
+    assert sorted(n.split(":")[0] for n in notes) == ["x=1x16", "x=64x16"], built.report.notes
+    exe = built.executable()
+    for n in (1, 4, 64):
+        x = np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(exe(x)), expected(x), rtol=1e-5, atol=1e-5)

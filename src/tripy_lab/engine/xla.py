@@ -119,6 +119,12 @@ OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
 # ops on it are traced and run by XLA instead of being folded in numpy while tracing. Eager evaluation of
 # constants then exercises the jax translations (tests/frontend runs the xla engine both ways).
 FOLD_CONSTANTS = True
+
+# GPU builds of the whole profile: min and max compile without GEMM autotuning, so the three concurrent compiles
+# do not queue for the one device's autotuning runs; opt (and shapes requested by name, and shapes built on first
+# use) are tuned. Like TensorRT, which times its tactics at the profile's opt shapes.
+TUNE_OPT_ONLY = True
+UNTUNED = {"xla_gpu_autotune_level": 0}
 # True: the StableHLO is written straight from the MLIR ops (``xla_emit``); programs with an op it does
 # not emit (and attention patterns that may be fused) are traced through jax, with a note saying why.
 DIRECT_STABLEHLO = True
@@ -284,7 +290,7 @@ class XlaCompiled(CompiledEngine):
 
         wanted = self._wanted_signatures(options.build_shapes)
         if wanted:
-            first = wanted[0][2]
+            first = wanted[0][2].split(",")[0]  # "opt" or "opt, requested"
             with build_errors("xla", program, profile_point(program, first) if first in ("min", "opt", "max")
                               else None):
                 built = self._build_many(wanted)
@@ -403,6 +409,10 @@ class XlaCompiled(CompiledEngine):
                 if self._sig(shapes, dims) not in seen:
                     seen.add(self._sig(shapes, dims))
                     out.append((shapes, dims, "requested"))
+                else:  # a profile point asked for by name: tuned like any requested shape (TUNE_OPT_ONLY)
+                    i = next(i for i, w in enumerate(out) if self._sig(w[0], w[1]) == self._sig(shapes, dims))
+                    if "requested" not in out[i][2]:
+                        out[i] = (*out[i][:2], f"{out[i][2]}, requested")
         return out
 
     def _validate_signature(self, shapes, dims) -> None:
@@ -574,9 +584,9 @@ class XlaCompiled(CompiledEngine):
                 self.report.notes.append(f"{why} signature not built: {exc.summary} (it fails on first use)")
                 return None
 
-        def compile_or_note(lw):
+        def compile_or_note(lw, why=wanted[0][2]):
             try:
-                return self._compile(*lw)
+                return self._compile(*lw, untuned=self._untuned(why, len(wanted)))
             except TripyException as exc:
                 return exc
 
@@ -590,7 +600,7 @@ class XlaCompiled(CompiledEngine):
                 for w in wanted:
                     lw = lower(*w)
                     if lw is not None:
-                        futures.append((w[2], pool.submit(compile_or_note, lw)))
+                        futures.append((w[2], pool.submit(compile_or_note, lw, w[2])))
                 done = [(why, f.result()) for why, f in futures]
         if isinstance(done[0][1], TripyException):
             raise done[0][1]
@@ -767,17 +777,26 @@ class XlaCompiled(CompiledEngine):
         em.ret(outs)
         return module_text(pnames, args, em.lines), outs
 
-    def _compile(self, shapes, dims, label, relower, options, jitted, lowered, lower_s, path, text) -> _Built:
+    def _untuned(self, why: str, n_points: int) -> bool:
+        """Whether profile point ``why`` compiles without GEMM autotuning (``TUNE_OPT_ONLY``, GPUs only)."""
+        return (TUNE_OPT_ONLY and n_points > 1 and why in ("min", "max") and self.device.platform != "cpu"
+                and "xla_gpu_autotune_level" not in self._xla_options)
+
+    def _compile(self, shapes, dims, label, relower, options, jitted, lowered, lower_s, path, text,
+                 untuned: bool = False) -> _Built:
         notes = []
         store, key, cached, missed = self._store, None, None, ""
         # the timing cache's GPU autotuning folder, given at compile time only (not part of the key)
         extra = store.autotune_options(self.device.platform) if store is not None else {}
+        key_options = self._xla_options
+        if untuned:  # part of the key: a tuned build of this signature later must not load this one
+            extra, key_options = {**extra, **UNTUNED}, {**self._xla_options, **UNTUNED}
+            notes.append(f"{label}: compiled without GEMM autotuning (kernels are tuned at opt; TUNE_OPT_ONLY)")
         while True:
             with _compile_contexts(self._x64):
                 t1 = time.perf_counter()
                 if store is not None and key is None:
-                    key = store.key(self._program_digest, lowered, label, self._xla_options, self._x64, self.device,
-                                    text)
+                    key = store.key(self._program_digest, lowered, label, key_options, self._x64, self.device, text)
                     cached, missed = store.load(key, lowered, self.device)
                 try:
                     compiled = cached or (lowered.compile(compiler_options=extra) if extra else lowered.compile())
@@ -788,9 +807,9 @@ class XlaCompiled(CompiledEngine):
                         notes.append(f"dropped XLA option {m.group(1)} (unknown to this jaxlib)")
                         jitted, lowered = relower(options)
                         continue
-                    if extra:  # the autotune hook failed: compile without it
+                    if any(k not in UNTUNED for k in extra):  # the autotune hook failed: compile without it
                         notes.append(f"compiled without the timing cache's autotune folder ({type(exc).__name__})")
-                        extra = {}
+                        extra = {k: v for k, v in extra.items() if k in UNTUNED}
                         continue
                     if path == "direct" and cached is None:  # never the user's fault: trace through jax instead
                         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

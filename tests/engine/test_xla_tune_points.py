@@ -1,0 +1,65 @@
+"""Profile builds on GPUs tune GEMMs at opt only (``xla.TUNE_OPT_ONLY``): min and max compile with
+``xla_gpu_autotune_level=0``. The device check is GPU-only, so on CPU the plumbing is driven by patching
+``XlaCompiled._untuned``; ``tests/gpu/test_gpu_xla.py`` checks the real decision on the H200."""
+
+import numpy as np
+import pytest
+
+import tripy_lab as tp
+from tripy_lab import pipeline
+from tripy_lab.engine import xla
+
+pytest.importorskip("jax")
+
+
+def f(x):
+    return tp.tanh(x) * 2.0 + x
+
+
+def lowered():
+    return pipeline.trace(f, args=[tp.InputInfo(((1, 4, 8), 3), tp.float32)]).lower()
+
+
+def untuned_notes(built) -> list[str]:
+    return [n for n in built.report.notes if "without GEMM autotuning" in n]
+
+
+def test_cpu_builds_tune_every_point():
+    built = lowered().build(engine="xla", shapes="profile")
+    assert built.compiled._untuned("min", 3) is False  # XLA's CPU compiler has no GEMM autotuning to skip
+    assert untuned_notes(built) == []
+
+
+def test_min_and_max_untuned_opt_tuned_and_the_store_keeps_them_apart(monkeypatch, tmp_path):
+    monkeypatch.setattr(tp.config, "compilation_cache_dir", str(tmp_path))
+    seen = []
+    real = xla.XlaCompiled._untuned
+
+    def untuned(self, why, n):
+        seen.append(why)
+        return why in ("min", "max") and n > 1
+
+    monkeypatch.setattr(xla.XlaCompiled, "_untuned", untuned)
+    low = lowered()
+    built = low.build(engine="xla", shapes="profile")
+    assert sorted(seen) == ["max", "min", "opt"]
+    notes = untuned_notes(built)
+    assert sorted(n.split(":")[0] for n in notes) == ["x=1x3", "x=8x3"], notes  # min and max, not opt (4x3)
+    exe = built.executable()
+    for n in (1, 4, 8):
+        x = np.linspace(-2, 2, n * 3, dtype=np.float32).reshape(n, 3)
+        np.testing.assert_allclose(np.asarray(exe(x).eval()), np.tanh(x) * 2 + x, rtol=1e-6)
+    assert built.report.cache["persistent_misses"] == 3
+
+    # a tuned build of the same signatures must not load the untuned entries (the option is part of the key)
+    monkeypatch.setattr(xla.XlaCompiled, "_untuned", real)
+    again = low.build(engine="xla", shapes="profile")
+    assert again.report.cache["persistent_hits"] == 1 and again.report.cache["persistent_misses"] == 2
+
+
+def test_a_profile_point_requested_by_shape_is_tuned(monkeypatch):
+    monkeypatch.setattr(xla.XlaCompiled, "_untuned", lambda self, why, n: why in ("min", "max") and n > 1)
+    built = lowered().build(engine="xla", shapes=[{"x": (8, 3)}, {"x": (2, 3)}])
+    assert [n.split(":")[0] for n in untuned_notes(built)] == ["x=1x3"]  # max (8x3) was asked for: tuned
+    assert any("(max, requested)" in n for n in built.report.notes), built.report.notes
+    assert len(built.report.cache["shapes_built"]) == 4
