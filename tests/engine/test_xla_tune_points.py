@@ -26,8 +26,10 @@ def untuned_notes(built) -> list[str]:
 
 def test_cpu_builds_tune_every_point():
     built = lowered().build(engine="xla", shapes="profile")
-    assert built.compiled._untuned("min", 3) is False  # XLA's CPU compiler has no GEMM autotuning to skip
-    assert untuned_notes(built) == []
+    gpu = built.compiled.device.platform != "cpu"
+    assert built.compiled._untuned("min", 3) is gpu  # XLA's CPU compiler has no GEMM autotuning to skip
+    assert built.compiled._untuned("opt", 3) is False and built.compiled._untuned("min", 1) is False
+    assert len(untuned_notes(built)) == (2 if gpu else 0)
 
 
 def test_min_and_max_untuned_opt_tuned_and_the_store_keeps_them_apart(monkeypatch, tmp_path):
@@ -53,6 +55,7 @@ def test_min_and_max_untuned_opt_tuned_and_the_store_keeps_them_apart(monkeypatc
 
     # a tuned build of the same signatures must not load the untuned entries (the option is part of the key)
     monkeypatch.setattr(xla.XlaCompiled, "_untuned", real)
+    monkeypatch.setattr(xla, "TUNE_OPT_ONLY", False)  # every point tuned, on a GPU too
     again = low.build(engine="xla", shapes="profile")
     assert again.report.cache["persistent_hits"] == 1 and again.report.cache["persistent_misses"] == 2
 

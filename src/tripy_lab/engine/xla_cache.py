@@ -128,10 +128,15 @@ class XlaStore:
             tuned = self.timing.body["blobs"].setdefault("autotune", {})
             for folder, _, files in os.walk(self._autotune_dir):
                 for file in sorted(files):
+                    if file.startswith("."):  # XLA's temporary file of a result another compile is writing
+                        continue
                     path = os.path.join(folder, file)
                     name = os.path.relpath(path, self._autotune_dir).replace(os.sep, "/")
-                    with open(path, "rb") as f:
-                        tuned[name] = base64.b64encode(f.read()).decode()
+                    try:
+                        with open(path, "rb") as f:
+                            tuned[name] = base64.b64encode(f.read()).decode()
+                    except FileNotFoundError:  # renamed or replaced meanwhile by a concurrent compile
+                        continue
         self.timing.save()
 
     def report(self) -> dict:
