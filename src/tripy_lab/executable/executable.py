@@ -84,7 +84,6 @@ class Executable:
         # engine reads; see ``_signature_key``.
         self._fast: dict[tuple, Any] = {}
         self._fast_types: set[type] = set()
-        self._cacheable = self._flat
         self._dim_pos = [i for i, spec in enumerate(self._specs) if spec[2] is None]
         self._type_readable: dict[type, bool] = {}
         self._probes: Any = None  # the engine's arrays vouching for its array class (asked when first needed)
@@ -184,9 +183,7 @@ class Executable:
             call = fast.get(((cls, a.shape, a.dtype),)) if cls in self._fast_types else (
                 fast.get((a,)) if cls is int else None)
         else:
-            types = self._fast_types
-            call = fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else
-                                   a if type(a) is int else None for a in args]))
+            call = fast.get(self._fast_key(args))
         if call is None:
             return self._call_tensors(args)
         try:
@@ -195,9 +192,13 @@ class Executable:
             outputs = None
         if outputs is None:
             return self._call_checked(args, {})
-        if self._return_single:
-            return Tensor._from_array(outputs[0], self._out0)
-        return tuple([Tensor._from_array(o, dt) for o, dt in zip(outputs, self._out_dtypes)])
+        return self._wrap(outputs)
+
+    def _fast_key(self, args) -> tuple:
+        """The remembered-signature key of these arguments (``_signature_key`` makes the keys stored)."""
+        types = self._fast_types
+        return tuple([(type(a), a.shape, a.dtype) if type(a) in types else a if type(a) is int else None
+                      for a in args])
 
     def _wrap(self, outputs):
         if self._return_single:
@@ -210,9 +211,7 @@ class Executable:
         if not any(isinstance(a, Tensor) for a in args):
             return self._call_checked(args, {})
         arrays = tuple([_held_array(a) if isinstance(a, Tensor) else a for a in args])
-        types = self._fast_types
-        call = self._fast.get(tuple([(type(a), a.shape, a.dtype) if type(a) in types else
-                                     a if type(a) is int else None for a in arrays]))
+        call = self._fast.get(self._fast_key(arrays))
         try:
             outputs = call(arrays) if call is not None else None
         except Exception:
@@ -227,7 +226,7 @@ class Executable:
         if self._has_named:
             self._check_named_dims(dict(zip(self._arg_names, run_args)))
         outputs = self._compiled.run(run_args)
-        key = self._signature_key(values, run_args) if self._cacheable else None
+        key = self._signature_key(values, run_args) if self._flat else None
         if key is not None:  # only once the engine ran it: a signature that fails is never trusted
             caller = getattr(self._compiled, "caller_for", None)
             call = (caller(run_args) if caller is not None else None) or self._run_engine
