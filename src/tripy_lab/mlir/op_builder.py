@@ -7,7 +7,7 @@ discardable attributes) the plan here sets the same fields to the same values: o
 use lists, results, properties (None dropped, ``operandSegmentSizes`` last, defaults filled in),
 an empty attribute dict, the unknown location, no successors or regions (~4 us). Anything else (an
 Operation passed as an operand, a wrong count, a variadic result) returns False, and the caller
-uses the generic builder, with its usual errors. ``tests/mlir/test_op_builder.py`` checks that both
+uses the generic builder, with its usual errors. ``tests/mlir/test_lowering_fast_paths.py`` checks that both
 builders give the same op for every op class the plan takes. xDSL is pinned (pyproject.toml).
 """
 
