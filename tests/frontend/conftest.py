@@ -4,8 +4,10 @@
 * ``xla``: the xla engine as users get it. Eagerly evaluated tensors are built from small constants, which
   the engine folds in numpy while tracing (``xla_ops``' static path); compiled functions run in XLA.
 * ``onnxruntime``: the program lowered to ONNX and run by one onnxruntime session (``engine/onnx_*.py``).
-* ``xla-traced``: the xla engine with ``xla.FOLD_CONSTANTS = False``, so the same eager programs are traced
-  and run by XLA (the jax translations every real input goes through).
+* ``xla-traced``: the xla engine with ``xla.FOLD_CONSTANTS = False`` and ``xla.DIRECT_STABLEHLO = False``, so
+  the same eager programs are traced through the jax translations (``xla_ops``: the path of programs the
+  StableHLO emitter does not take, e.g. fused attention on GPUs) and run by XLA. The ``xla`` param's compiled
+  functions take the direct path (``xla_emit_ops``), so every op is checked on both.
 
 The ``engine`` fixture's value is the engine name (``"reference"`` or ``"xla"``). XLA compiles one
 executable per eager evaluation, so on the xla params hypothesis runs a fraction of each test's examples
@@ -42,6 +44,7 @@ def engine(request, monkeypatch):
         from tripy_lab.engine import xla
 
         monkeypatch.setattr(xla, "FOLD_CONSTANTS", request.param != "xla-traced")
+        monkeypatch.setattr(xla, "DIRECT_STABLEHLO", request.param != "xla-traced")
         _scale_examples(request.function, monkeypatch)
     if name == "onnxruntime":  # one InferenceSession per eager evaluation: a fraction of the examples too
         pytest.importorskip("onnxruntime")
