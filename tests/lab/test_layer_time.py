@@ -30,8 +30,11 @@ def test_xla_timing_columns_are_measured_and_ordered(xla_exe):
     assert (df["error"] == "").all()
     assert (df["compute_method"].str.contains("XLA profiler")).all()
     assert (df["compute_ms"] > 0).all()
-    # the computation's own events lie inside each synchronized call
-    assert (df["compute_ms"] <= df["latency_p90_ms"]).all(), df[["compute_ms", "latency_ms", "latency_p90_ms"]]
+    # the computation's own events lie inside each synchronized call: compared on the same (profiled) calls of
+    # the last row, since latency and compute come from separate batches that a loaded host can shift apart
+    prof = xla_exe._compiled.last_profile
+    assert df["compute_ms"].iloc[-1] == pytest.approx(float(np.median(prof.compute_s)) * 1e3)
+    assert df["compute_ms"].iloc[-1] <= float(np.median(prof.wall_s)) * 1e3, (prof.compute_s, prof.wall_s)
     np.testing.assert_allclose(df["throughput_per_s"], 1e3 / df["back_to_back_ms"])
 
 
@@ -40,6 +43,7 @@ def test_profile_calls_lie_inside_their_wall_time(xla_exe):
                                                                 timing.shapes_at(xla_exe.input_infos, "opt")))
     prof = timing.profile_engine(xla_exe, inputs, calls=8)
     assert len(prof.compute_s) == 8 and all(c > 0 for c in prof.compute_s)
+    assert len(prof.wall_s) == 8 and all(0 < c <= w for c, w in zip(prof.compute_s, prof.wall_s)), prof
 
 
 def test_layer_times_sum_to_the_compute_time(xla_exe):

@@ -70,6 +70,8 @@ class EngineProfile:
     layers: list[LayerRecord]
     method: str
     notes: list[str] = field(default_factory=list)
+    # host wall time of each profiled synchronized call (where the engine records it): the bound compute_s keeps
+    wall_s: list[float] = field(default_factory=list)
 
 
 class CompiledEngine(ABC):

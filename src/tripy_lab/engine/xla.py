@@ -940,7 +940,7 @@ class XlaCompiled(CompiledEngine):
                  if self.device.platform != "cpu" else
                  "CPU: span of the XLA thunk events of each call (XLA profiler)")
         return EngineProfile(times.compute_s, {ly.name: times.op_s.get(ly.name, 0.0) for ly in layers}, layers,
-                             where, times.notes)
+                             where, times.notes, times.wall_s)
 
     # ------------------------------------------------------------------------------------ describing
     @property

@@ -117,6 +117,7 @@ class CallTimes:
     op_s: dict[str, float]  # hlo op (layer name) -> seconds per call (median over the calls)
     op_count: dict[str, float]  # hlo op -> events per call
     notes: list[str]
+    wall_s: list[float]  # host wall time of each profiled call() + sync()
 
 
 _LIBRARY_KINDS = ("cuBLAS", "cuDNN", "custom call", "library", "attention")
@@ -175,10 +176,13 @@ def profile_calls(call, sync, calls: int, layers=(), module: str = MODULE) -> Ca
         stop = _session()
     except Exception:  # another profiler session is active, or this jaxlib lacks the in-memory session
         return None
+    wall = []
     try:
         for _ in range(calls):
+            t0 = time.perf_counter()
             call()
             sync()
+            wall.append(time.perf_counter() - t0)
             time.sleep(0)  # the sync is the gap that separates calls in the device trace
     finally:
         data = stop()
@@ -199,4 +203,4 @@ def profile_calls(call, sync, calls: int, layers=(), module: str = MODULE) -> Ca
         per_call.append(times)
     # the median call's share of each op: robust to a call that a busy host preempted
     op_s = {op: float(np.median([t.get(op, 0.0) for t in per_call])) for op in op_n}
-    return CallTimes(compute, op_s, op_n, notes)
+    return CallTimes(compute, op_s, op_n, notes, wall if len(groups) == calls else [])
