@@ -17,6 +17,7 @@ where the reuse is visible.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import tempfile
 import threading
@@ -25,6 +26,17 @@ from typing import Any
 from tripy_lab.core.cache import EntryStore, TimingCacheFile, digest
 
 AUTOTUNE_OPTION = "xla_gpu_per_fusion_autotune_cache_dir"
+
+
+@functools.cache
+def _tripy_lab_version() -> str:
+    """The installed tripy-lab's version, read once per process (the metadata scan took ~1 ms a build)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("tripy-lab")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 class XlaStore:
@@ -49,22 +61,16 @@ class XlaStore:
     def key(self, program_text_digest: str, lowered, label: str, options: dict, x64: bool, device,
             stablehlo: str | None = None) -> str:
         """``stablehlo``: the text the module was parsed from (direct emission), else it is printed here."""
-        import importlib.metadata
-
         import jax
         import jaxlib
 
-        try:
-            ours = importlib.metadata.version("tripy-lab")
-        except importlib.metadata.PackageNotFoundError:
-            ours = "unknown"
         hlo = stablehlo
         if hlo is None:
             try:
                 hlo = lowered.as_text(debug_info=True)
             except TypeError:  # older jax: no debug_info switch
                 hlo = lowered.as_text()
-        return digest("xla", ours, jax.__version__, jaxlib.__version__, device.platform,
+        return digest("xla", _tripy_lab_version(), jax.__version__, jaxlib.__version__, device.platform,
                       device.device_kind, sorted(options.items()), x64, label, program_text_digest, hlo)
 
     def load(self, key: str, lowered, device) -> tuple[Any, str]:

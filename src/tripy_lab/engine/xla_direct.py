@@ -54,11 +54,33 @@ def direct_lowering(engine, shapes, dims, pnames, signature, avals):
     relower.text = text  # what the store's key hashes (the module's StableHLO, locations included)
     return relower, ""
 
+def emit_steps(engine) -> list:
+    """Per op of the program: (plan, operands, results, (shape, dtype) of each result, kind), made once per
+    engine and shared by its signatures (xDSL's operand and type accessors are Python properties)."""
+    steps = engine.__dict__.get("_emit_steps")
+    if steps is None:
+        from tripy_lab.engine.xla_ops import type_info
+
+        steps = engine._emit_steps = [
+            (p, tuple(p.op.operands), tuple(p.op.results), [type_info(r.type) for r in p.op.results],
+             _KINDS.get(p.op.name, 0) if p.static_ok else 0) for p in engine._plans]
+    return steps
+
+
+_CONSTANT, _RESHAPE = 1, 2  # static ops read / folded without an OpContext (every Python scalar is both)
+_KINDS = {"tensorrt.constant": _CONSTANT, "tensorrt.reshape": _RESHAPE}
+
+
 def emit_stablehlo(engine, shapes, dims, pnames):
-    """The StableHLO text of one signature and its output values (``xla_emit``)."""
+    """The StableHLO text of one signature and its output values (``xla_emit``).
+
+    Static values are computed in numpy by the engine's translations (``engine._apply``); two static ops take a
+    shortcut that computes the same array: a constant is read once per engine (``engine._folded``, after its
+    result check) and a reshape of a static array to a static shape is ``ndarray.reshape`` (anything else, an
+    error included, takes the translation)."""
     from tripy_lab.engine.xla_emit import Emitter, Fallback, Val, module_text
     from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE, val
-    from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, OpContext, constant_value, type_info
+    from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, OpContext, constant_value
 
     em, program, block_args = Emitter(), engine.program, engine._block_args
     env: dict = {block_args[i]: np.asarray(v, dtype=engine._arg_dtypes[i]) for i, v in zip(engine._dim_pos, dims)}
@@ -70,21 +92,30 @@ def emit_stablehlo(engine, shapes, dims, pnames):
     for idx, c in zip(engine._lifted, engine._consts):
         lifted[idx] = v = Val(f"%arg{len(args)}", tuple(c.shape), np.dtype(c.dtype))
         args.append(v)
-    quiet, folded = contextlib.nullcontext(), engine._folded
+    quiet, folded, ndarray = contextlib.nullcontext(), engine._folded, np.ndarray
     with np.errstate(all="ignore"):
-        for p in engine._plans:
-            op = p.op
-            vals = [env[v] for v in op.operands]
-            static = p.static_ok and p.index not in lifted and all(type(v) is not Val for v in vals)
-            ctx = OpContext(op, p.index, env, np, program, p.line, p.trace_name, p.location)
-            ctx.lifted = lifted
-            results = None
-            if static and op.name == "tensorrt.constant":  # the same at every signature: read once
+        for p, operands, op_results, wants, kind in emit_steps(engine):
+            op, ctx, results = p.op, None, None
+            if kind == _CONSTANT and p.index not in lifted:
                 results = folded.get(p.index)
-                if results is None:
-                    results = folded[p.index] = [np.asarray(constant_value(op, program))]
-            elif static:
-                results = engine._apply(p, vals, ctx, quiet)
+                if results is not None:  # read and checked at an earlier signature
+                    env[op_results[0]] = results[0]
+                    continue
+                results = [np.asarray(constant_value(op, program))]
+                vals = []
+            else:
+                vals = [env[v] for v in operands]
+                if p.static_ok and p.index not in lifted and all(type(v) is not Val for v in vals):
+                    if kind == _RESHAPE and len(vals) == 2 and type(vals[0]) is ndarray and \
+                            type(vals[1]) is ndarray and vals[1].ndim == 1 and vals[1].dtype.kind in "iu":
+                        try:
+                            results = [vals[0].reshape(tuple(vals[1].tolist()))]
+                        except (TypeError, ValueError):  # the translation says why
+                            results = None
+                    if results is None:
+                        ctx = OpContext(op, p.index, env, np, program, p.line, p.trace_name, p.location)
+                        ctx.lifted = lifted
+                        results = engine._apply(p, vals, ctx, quiet)
             if results is not None and any(r.size > STATIC_RESULT_LIMIT for r in results):
                 results = None  # too large to fold: computed by XLA, as the jax path does
             if results is None:
@@ -92,21 +123,29 @@ def emit_stablehlo(engine, shapes, dims, pnames):
                 if fn == FALLBACK:
                     raise Fallback(f"{op.name} is not emitted natively")
                 em.scope = p.scope
+                ctx = OpContext(op, p.index, env, np, program, p.line, p.trace_name, p.location)
+                ctx.lifted = lifted
                 try:
                     results = list(fn(op, vals, ctx, em))
                 except (Fallback, TripyException):
                     raise
                 except Exception as exc:  # an emitter bug must not break the build: the jax path runs it
                     raise Fallback(f"{op.name}: {type(exc).__name__}: {exc}") from exc
-            for res, r in zip(op.results, results):
-                want, dt = type_info(res.type)
-                if type(r) is Val:
-                    if len(want) != r.ndim or any(w is not None and w != g for w, g in zip(want, r.shape)) \
-                            or r.dtype != dt:
-                        raise Fallback(f"{op.name} made {r.type} where the MLIR type is {res.type}")
-                elif r.shape != want or r.dtype != dt:
-                    (r,) = engine._check(p, ctx, [r])  # the jax path's check: an error or a cast
+            for k, (res, r) in enumerate(zip(op_results, results)):
+                want, dt = wants[k]
+                if r.shape != want or r.dtype != dt:
+                    if type(r) is Val:
+                        if len(want) != r.ndim or any(w is not None and w != g for w, g in zip(want, r.shape)) \
+                                or r.dtype != dt:
+                            raise Fallback(f"{op.name} made {r.type} where the MLIR type is {res.type}")
+                    else:  # the jax path's check: an error or a cast
+                        if ctx is None:
+                            ctx = OpContext(op, p.index, env, np, program, p.line, p.trace_name, p.location)
+                        (r,) = engine._check(p, ctx, [r])
+                        results[k] = r
                 env[res] = r
+            if kind == _CONSTANT and type(results[0]) is not Val:
+                folded[p.index] = results
     outs = [val(em, env[v]) for v in engine._outputs]
     em.ret(outs)
     return module_text(pnames, args, em.lines), outs

@@ -86,18 +86,18 @@ class Emitter:
         self._count += 1
         return f"%v{self._count}"
 
-    def _loc(self, prim: str) -> str:
-        name = f"jit(main)/{self.scope}/{prim}" if self.scope else "jit(main)"
-        return f'loc("{name}")'
-
     def op(self, name: str, operands, shape, dtype, attrs: dict | None = None, region: str = "",
            prim: str | None = None) -> Val:
-        out = Val(self._fresh(), shape if type(shape) is tuple else tuple(int(d) for d in shape), dtype)
-        ins = ", ".join(v.name for v in operands)
-        types = ", ".join(v.type for v in operands)
+        self._count += 1
+        out = Val(f"%v{self._count}", shape if type(shape) is tuple else tuple(int(d) for d in shape), dtype)
+        if len(operands) == 1:
+            ins, types = operands[0].name, operands[0].type
+        else:
+            ins, types = ", ".join([v.name for v in operands]), ", ".join([v.type for v in operands])
+        props = _props_text(attrs) if attrs else ""
         region = f" ({region})" if region else ""
-        self.lines.append(f'{out.name} = "{name}"({ins}){_props_text(attrs or {})}{region} : ({types}) -> '
-                          f"{out.type} {self._loc(prim or name.split('.')[-1])}")
+        where = f"jit(main)/{self.scope}/{prim or name.rpartition('.')[2]}" if self.scope else "jit(main)"
+        self.lines.append(f'{out.name} = "{name}"({ins}){props}{region} : ({types}) -> {out.type} loc("{where}")')
         return out
 
     def const(self, value) -> Val:

@@ -56,11 +56,15 @@ def _same_dtype(*vs) -> np.dtype:
     dts = {v.dtype for v in vs}
     if len(dts) != 1:
         raise Fallback(f"operands of mixed dtypes {sorted(d.name for d in dts)}")
-    return dts.pop()
+    return vs[0].dtype
 
 
 def _common_shape(*shapes) -> tuple:
-    return shapes[0] if all(s == shapes[0] for s in shapes) else tuple(np.broadcast_shapes(*shapes))
+    first = shapes[0]
+    for s in shapes:
+        if s != first:
+            return tuple(np.broadcast_shapes(*shapes))
+    return first
 
 
 def binary(em, name: str, a, b, prim: str, out_dtype=None) -> Val:
