@@ -13,6 +13,8 @@ import contextlib
 import numpy as np
 
 from tripy_lab.core.errors import TripyException
+from tripy_lab.engine.xla_ops import OpContext
+from tripy_lab.mlir.dialect import attr_value
 
 
 def direct_lowering(engine, shapes, dims, pnames, signature, avals):
@@ -67,6 +69,35 @@ def emit_steps(engine) -> list:
     return steps
 
 
+class _EmitContext(OpContext):
+    """``OpContext`` whose ``attr`` remembers the plain value of each attribute object it has read (the lowering
+    shares one attribute object between many ops) and each op class's defaults, for one emission."""
+
+    memo: dict  # set per emission
+
+    def attr(self, name: str, default=None):
+        op = self.op
+        a = op.properties.get(name)
+        if a is None:
+            a = op.attributes.get(name)
+        key = id(a) if a is not None else (type(op), name)  # absent: the op class's default
+        hit = self.memo.get(key)
+        if hit is not None and hit[0] is a:
+            value = hit[1]
+        else:
+            value = attr_value(op, name, getattr(self.program, "resources", None))
+            if _immutable(value):  # never an array a translation might write to
+                self.memo[key] = (a, value)
+        return default if value is None else value
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _immutable(value) -> bool:
+    return type(value) in _SCALARS or (type(value) is tuple and all(type(v) in _SCALARS for v in value))
+
+
 _CONSTANT, _RESHAPE = 1, 2  # static ops read / folded without an OpContext (every Python scalar is both)
 _KINDS = {"tensorrt.constant": _CONSTANT, "tensorrt.reshape": _RESHAPE}
 
@@ -80,7 +111,7 @@ def emit_stablehlo(engine, shapes, dims, pnames):
     error included, takes the translation)."""
     from tripy_lab.engine.xla_emit import Emitter, Fallback, Val, module_text
     from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE, val
-    from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, OpContext, constant_value
+    from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value
 
     em, program, block_args = Emitter(), engine.program, engine._block_args
     env: dict = {block_args[i]: np.asarray(v, dtype=engine._arg_dtypes[i]) for i, v in zip(engine._dim_pos, dims)}
@@ -93,6 +124,15 @@ def emit_stablehlo(engine, shapes, dims, pnames):
         lifted[idx] = v = Val(f"%arg{len(args)}", tuple(c.shape), np.dtype(c.dtype))
         args.append(v)
     quiet, folded, ndarray = contextlib.nullcontext(), engine._folded, np.ndarray
+    memo: dict = {}  # attribute values (_EmitContext)
+    by_attr: dict = {}  # id(weights attribute) -> (attribute, its read-only array)
+    reshaped: dict = {}  # (id(array), id(shape)) -> (array, shape, the read-only reshaped view)
+
+    def context(p):
+        ctx = _EmitContext(p.op, p.index, env, np, program, p.line, p.trace_name, p.location)
+        ctx.lifted, ctx.memo = lifted, memo
+        return ctx
+
     with np.errstate(all="ignore"):
         for p, operands, op_results, wants, kind in emit_steps(engine):
             op, ctx, results = p.op, None, None
@@ -101,20 +141,33 @@ def emit_stablehlo(engine, shapes, dims, pnames):
                 if results is not None:  # read and checked at an earlier signature
                     env[op_results[0]] = results[0]
                     continue
-                results = [np.asarray(constant_value(op, program))]
+                w = op.properties.get("weights")  # the lowering shares one attribute between equal constants
+                hit = by_attr.get(id(w))
+                if hit is not None and hit[0] is w:
+                    results = [hit[1]]
+                else:
+                    results = [np.asarray(constant_value(op, program))]
+                    if not results[0].flags.writeable:  # a view of the attribute's bytes: safe to share
+                        by_attr[id(w)] = (w, results[0])
                 vals = []
             else:
                 vals = [env[v] for v in operands]
                 if p.static_ok and p.index not in lifted and all(type(v) is not Val for v in vals):
                     if kind == _RESHAPE and len(vals) == 2 and type(vals[0]) is ndarray and \
                             type(vals[1]) is ndarray and vals[1].ndim == 1 and vals[1].dtype.kind in "iu":
-                        try:
-                            results = [vals[0].reshape(tuple(vals[1].tolist()))]
-                        except (TypeError, ValueError):  # the translation says why
-                            results = None
+                        x, to = vals
+                        hit = reshaped.get((id(x), id(to)))
+                        if hit is not None and hit[0] is x and hit[1] is to:
+                            results = [hit[2]]
+                        else:
+                            try:
+                                results = [x.reshape(tuple(to.tolist()))]
+                            except (TypeError, ValueError):  # the translation says why
+                                results = None
+                            if results is not None and not (x.flags.writeable or to.flags.writeable):
+                                reshaped[(id(x), id(to))] = (x, to, results[0])  # read-only in, read-only out
                     if results is None:
-                        ctx = OpContext(op, p.index, env, np, program, p.line, p.trace_name, p.location)
-                        ctx.lifted = lifted
+                        ctx = context(p)
                         results = engine._apply(p, vals, ctx, quiet)
             if results is not None and any(r.size > STATIC_RESULT_LIMIT for r in results):
                 results = None  # too large to fold: computed by XLA, as the jax path does
@@ -123,8 +176,7 @@ def emit_stablehlo(engine, shapes, dims, pnames):
                 if fn == FALLBACK:
                     raise Fallback(f"{op.name} is not emitted natively")
                 em.scope = p.scope
-                ctx = OpContext(op, p.index, env, np, program, p.line, p.trace_name, p.location)
-                ctx.lifted = lifted
+                ctx = context(p)
                 try:
                     results = list(fn(op, vals, ctx, em))
                 except (Fallback, TripyException):
@@ -139,9 +191,7 @@ def emit_stablehlo(engine, shapes, dims, pnames):
                                 or r.dtype != dt:
                             raise Fallback(f"{op.name} made {r.type} where the MLIR type is {res.type}")
                     else:  # the jax path's check: an error or a cast
-                        if ctx is None:
-                            ctx = OpContext(op, p.index, env, np, program, p.line, p.trace_name, p.location)
-                        (r,) = engine._check(p, ctx, [r])
+                        (r,) = engine._check(p, ctx or context(p), [r])
                         results[k] = r
                 env[res] = r
             if kind == _CONSTANT and type(results[0]) is not Val:

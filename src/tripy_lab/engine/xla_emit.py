@@ -79,6 +79,7 @@ class Emitter:
     def __init__(self):
         self.lines: list[str] = []
         self._consts: dict[tuple, Val] = {}
+        self._frozen: dict[int, tuple] = {}  # id(read-only array) -> (array, its Val), before hashing its bytes
         self._count = 0
         self.scope = ""
 
@@ -104,9 +105,16 @@ class Emitter:
         arr = np.asarray(value)  # (not ascontiguousarray: it makes 0-d arrays 1-d; tobytes is C order anyway)
         if arr.size == 0:
             raise Fallback("empty constant")
+        frozen = not arr.flags.writeable  # a read-only array (a constant's bytes) is the same value at every use
+        if frozen:
+            hit = self._frozen.get(id(arr))
+            if hit is not None and hit[0] is arr:
+                return hit[1]
         dt = arr.dtype
         key = (dt.str, arr.shape, arr.tobytes()) if arr.size <= 64 else None
         if key is not None and key in self._consts:  # one SSA value per small constant (XLA would CSE them)
+            if frozen:
+                self._frozen[id(arr)] = (arr, self._consts[key])
             return self._consts[key]
         ttype = tensor_type(arr.shape, dt)
         flat = np.ascontiguousarray(arr.astype(np.uint8) if dt == np.bool_ else arr).reshape(-1)
@@ -118,6 +126,8 @@ class Emitter:
                           f'{ttype} loc("jit(main)")')
         if key is not None:
             self._consts[key] = out
+        if frozen:
+            self._frozen[id(arr)] = (arr, out)
         return out
 
     def ret(self, values) -> None:
