@@ -169,8 +169,11 @@ def emit_stablehlo(engine, shapes, dims, pnames):
                     if results is None:
                         ctx = context(p)
                         results = engine._apply(p, vals, ctx, quiet)
-            if results is not None and any(r.size > STATIC_RESULT_LIMIT for r in results):
-                results = None  # too large to fold: computed by XLA, as the jax path does
+            if results is not None:
+                for r in results:
+                    if r.size > STATIC_RESULT_LIMIT:  # too large to fold: computed by XLA, as the jax path does
+                        results = None
+                        break
             if results is None:
                 fn = TABLE.get(op.name, FALLBACK)
                 if fn == FALLBACK:

@@ -70,7 +70,12 @@ def _props_text(attrs: dict) -> str:
 
 
 def i64_array(values) -> str:
-    return "array<i64" + (": " + ", ".join(str(int(v)) for v in values) if len(values) else "") + ">"
+    return _i64_array(tuple(int(v) for v in values))
+
+
+@lru_cache(maxsize=4096)
+def _i64_array(values: tuple) -> str:
+    return "array<i64" + (": " + ", ".join(map(str, values)) if values else "") + ">"
 
 
 class Emitter:

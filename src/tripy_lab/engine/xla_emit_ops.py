@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -63,8 +64,13 @@ def _common_shape(*shapes) -> tuple:
     first = shapes[0]
     for s in shapes:
         if s != first:
-            return tuple(np.broadcast_shapes(*shapes))
+            return _broadcast_shapes(shapes)
     return first
+
+
+@lru_cache(maxsize=4096)
+def _broadcast_shapes(shapes: tuple) -> tuple:  # numpy's is ~4 us a call (it makes arrays)
+    return tuple(np.broadcast_shapes(*shapes))
 
 
 def binary(em, name: str, a, b, prim: str, out_dtype=None) -> Val:
