@@ -200,6 +200,9 @@ class _OpPlan:
     line: str
     static_ok: bool
     location: Any = None
+    operands: tuple = ()
+    results: tuple = ()
+    infos: tuple = ()  # (shape, numpy dtype) of each result (``xla_ops.type_info``); None where it has none
 
 
 @dataclass
@@ -271,12 +274,11 @@ class XlaCompiled(CompiledEngine):
 
         self._arg_dtypes = [NUMPY_DTYPES[elem_of(a.type)] for a in self._block_args]
         self._arg_types = [shape_of(a.type) for a in self._block_args]
-        ops = program.ops()
-        self._plans = self._plan(ops)
-        self._x64 = self._uses_64bit(ops)
+        self._plans = self._plan(program.ops())
+        self._x64 = self._uses_64bit()
         from tripy_lab.engine.xla_attention import find
 
-        self._attention = {m.ops[-1]: m for m in find(ops)}
+        self._attention = {m.ops[-1]: m for m in find([p.op for p in self._plans])}
         self._fused_away = {i for m in self._attention.values() for i in m.removed}
         self._op_names = {p.index: p.trace_name for p in self._plans if p.trace_name}
         self._lines = {p.trace_name: p.line for p in self._plans if p.trace_name and p.line}
@@ -329,7 +331,7 @@ class XlaCompiled(CompiledEngine):
         self.report.notes.append(f"build took {time.perf_counter() - t0:.3f}s")
 
     # ------------------------------------------------------------------------------------ planning
-    def _uses_64bit(self, ops) -> bool:
+    def _uses_64bit(self) -> bool:
         from tripy_lab.engine.xla_ops import type_info
 
         def wide(t) -> bool:
@@ -340,10 +342,16 @@ class XlaCompiled(CompiledEngine):
 
         if any(wide(a.type) for a in self._block_args):
             return True
-        return any(wide(r.type) for op in ops for r in op.results)
+        return any(info is not None and info[1].itemsize == 8 for p in self._plans for info in p.infos)
 
     def _plan(self, ops) -> list[_OpPlan]:
-        from tripy_lab.engine.xla_ops import STATIC_OK, TABLE
+        from tripy_lab.engine.xla_ops import STATIC_OK, TABLE, type_info
+
+        def info(r):
+            try:
+                return type_info(r.type)
+            except Exception:  # not a tensor type: the translation that reads it says so
+                return None
 
         plans, missing, origins = [], [], self.program.origins
         lines: dict = {}  # by the location's id first: hashing a SourceLocation hashes every field
@@ -363,7 +371,9 @@ class XlaCompiled(CompiledEngine):
                     if line is None:
                         line = lines[where] = origin.line
                     lines[id(where)] = line
-            plans.append(_OpPlan(i, op, fn, scope_name(trace_name, i), trace_name, line, op.name in STATIC_OK, where))
+            results = tuple(op.results)
+            plans.append(_OpPlan(i, op, fn, scope_name(trace_name, i), trace_name, line, op.name in STATIC_OK, where,
+                                 tuple(op.operands), results, tuple(info(r) for r in results)))
         if missing:
             raise TripyException("The xla engine cannot translate these ops.", [", ".join(sorted(set(missing)))])
         return plans
@@ -390,9 +400,9 @@ class XlaCompiled(CompiledEngine):
         for p in self._plans:
             if p.op.name != "tensorrt.constant":
                 continue
-            shape = type_info(p.op.results[0].type)[0]
+            shape = p.infos[0][0] if p.infos[0] is not None else type_info(p.results[0].type)[0]
             big = None not in shape and math.prod(shape) > STATIC_RESULT_LIMIT
-            if big or (not FOLD_CONSTANTS and p.op.results[0] not in keep):
+            if big or (not FOLD_CONSTANTS and p.results[0] not in keep):
                 value = constant_value(p.op, self.program)
                 with _compile_contexts(self._x64):  # 64-bit constants keep their dtype
                     consts.append(self._jax.device_put(value))

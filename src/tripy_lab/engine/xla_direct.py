@@ -58,14 +58,11 @@ def direct_lowering(engine, shapes, dims, pnames, signature, avals):
 
 def emit_steps(engine) -> list:
     """Per op of the program: (plan, operands, results, (shape, dtype) of each result, kind), made once per
-    engine and shared by its signatures (xDSL's operand and type accessors are Python properties)."""
+    engine and shared by its signatures."""
     steps = engine.__dict__.get("_emit_steps")
     if steps is None:
-        from tripy_lab.engine.xla_ops import type_info
-
-        steps = engine._emit_steps = [
-            (p, tuple(p.op.operands), tuple(p.op.results), [type_info(r.type) for r in p.op.results],
-             _KINDS.get(p.op.name, 0) if p.static_ok else 0) for p in engine._plans]
+        steps = engine._emit_steps = [(p, p.operands, p.results, p.infos, _KINDS.get(p.op.name, 0) if p.static_ok
+                                       else 0) for p in engine._plans]
     return steps
 
 
@@ -187,6 +184,8 @@ def emit_stablehlo(engine, shapes, dims, pnames):
                 except Exception as exc:  # an emitter bug must not break the build: the jax path runs it
                     raise Fallback(f"{op.name}: {type(exc).__name__}: {exc}") from exc
             for k, (res, r) in enumerate(zip(op_results, results)):
+                if wants[k] is None:
+                    raise Fallback(f"{op.name} result {k} has the type {res.type}, not a tensor type")
                 want, dt = wants[k]
                 if r.shape != want or r.dtype != dt:
                     if type(r) is Val:
