@@ -148,3 +148,19 @@ def test_report_texts_are_printed_when_first_read(monkeypatch):
     assert "stablehlo.exponential" in stages["stablehlo"] and "func.func" in stages["stablehlo"]
     assert stages["hlo"].startswith("HloModule") and len(calls) == 1
     assert dict(stages) == {"stablehlo": stages["stablehlo"], "hlo": stages["hlo"]} and len(calls) == 1  # kept
+
+
+def test_the_program_digest_tells_op_sequences_apart_with_any_names():
+    from types import SimpleNamespace
+
+    from tripy_lab.engine.xla_cache import XlaStore
+
+    prog = SimpleNamespace(arg_names=["x"], resources={})
+    digest = XlaStore.program_digest
+    seqs = [[("tensorrt.a", "%t0"), ("tensorrt.b", "%t1")], [("tensorrt.a", "%t0\x00tensorrt.b"), ("%t1", "")],
+            [("tensorrt.a", "%t0\x00tensorrt.b\x00%t1"), ("", "")], [("tensorrt.a", ""), ("", "%t0")],
+            [("tensorrt.a", "%t0"), ("tensorrt.b", "%t1"), ("", "")], []]
+    digests = [digest(prog, s) for s in seqs]
+    assert len(set(digests)) == len(seqs), digests  # NULs inside names fall back to the unambiguous form
+    assert digest(prog, list(seqs[0])) == digests[0]
+    assert digest(SimpleNamespace(arg_names=["y"], resources={}), seqs[0]) != digests[0]
