@@ -42,8 +42,9 @@ VARIANTS = {
     "no_command_buffer": {"xla_gpu_enable_command_buffer": ""},
     # keys starting with "_" are ours, not XLA's: "_attention" sets xla_attention.MODE for the variant
     "attention_off": {"_attention": "off"},
-    "linear_off": {"_linear": "off"},
-    "linear_off+attention_off": {"_linear": "off", "_attention": "off"},
+    # "_linear" sets xla_linear.MODE: "auto" runs Linear + GELU and the packed q/k/v projection as Pallas kernels
+    "pallas_linear": {"_linear": "auto"},
+    "pallas_linear+attention_off": {"_linear": "auto", "_attention": "off"},
     "attention_off+cmdbuf_all": {"_attention": "off",
                                  "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"},
     # let Triton GEMM fusions (which can fuse an element-wise producer such as the GELU into the GEMM's
@@ -77,7 +78,7 @@ def main():
         for name in a.variants.split(","):
             options = dict(VARIANTS[name])
             xla_attention.MODE = options.pop("_attention", "auto")
-            xla_linear.MODE = options.pop("_linear", "auto")
+            xla_linear.MODE = options.pop("_linear", "off")
             xla.OPT_LEVEL_OPTIONS[3] = options
             try:
                 built = lowered.build(engine="xla", shapes="opt")

@@ -102,11 +102,14 @@ def test_linear_gelu_is_not_matched_when_the_pre_activation_has_another_use(mode
     assert not any("linear + GELU" in n for n in exe.stages["built"].report.notes)
 
 
-def test_off_by_default_and_cpu_auto_takes_the_direct_path(modes):
+def test_off_by_default_and_auto_fuses_on_gpus_only(modes):
     assert xla_linear.MODE == "off"
-    exe = compile_mlp("auto", shape=(1, 32, 64))  # auto fuses on GPUs only (batch 1: emitted natively)
+    exe = compile_mlp("auto", shape=(1, 32, 64))  # batch 1: emitted natively where nothing is fused
     notes = " ".join(exe.stages["built"].report.notes)
-    assert "linear + GELU" not in notes and "traced through jax" not in notes, notes
+    if jax.default_backend() == "cpu":
+        assert "linear + GELU" not in notes and "traced through jax" not in notes, notes
+    else:
+        assert "linear + GELU 1 of 1 pattern(s) fused (pallas)" in notes, notes
 
 
 H, D, T = 2, 16, 16

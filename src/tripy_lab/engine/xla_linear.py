@@ -14,11 +14,12 @@ one, so the rewrite changes how, never what (the kernel rounds once, after the f
 where XLA rounds the GEMM's and the add's results to f16 first: differences within an f16 ulp).
 
 ``MODE``: "off" (the default), "auto" (Pallas on GPUs), or "interpret" (Pallas's interpreter, on any
-backend: the CPU tests check the rewrite with it). Off by default because it loses: on the H200, GPT-2
-small at B8 T1024 ran 5.67 ms with it against 5.30 ms without (``benchmarks/gpt_options.py``,
-``linear_off`` vs ``defaults``): the Triton GEMM reaches 300-450 TFLOP/s where cuBLAS reaches 700, which
-costs more than the GELU pass and the q/k/v slice copies it saves. It gained at B1 T128 (0.53 vs 0.58 ms)
-where XLA's fusions of unfused attention do better still (0.50 ms).
+backend: the CPU tests check the rewrite with it). Off by default because it does not win: on the H200,
+GPT-2 small at B8 T1024 (``benchmarks/gpt_options.py``, ``pallas_linear`` vs ``defaults``) ran 5.67 vs
+5.30 ms with the first tile table and 5.31 vs 5.30 ms with the swept one: the Triton GEMM reaches
+300-450 TFLOP/s where cuBLAS reaches 700, which costs what the GELU pass and the q/k/v slice copies it
+saves cost. At B1 T128 it gained over cuDNN attention (0.53 vs 0.58 ms), but XLA's own fusions of the
+unfused attention, emitted natively, do better still (0.50 ms).
 """
 
 from __future__ import annotations

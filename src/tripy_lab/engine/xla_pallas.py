@@ -118,6 +118,8 @@ def linear(x, w, bias=None, *, w_nk: bool, act: str = "none", parts: int = 1, ti
     grid_m, grid_n = m // t.bm, n_part // t.bn
     out_dtype = x.dtype
     has_bias = bias is not None
+    # f32 (the interpreter only): exact products, not the GPU's TF32 default
+    precision = jax.lax.Precision.HIGHEST if np.dtype(x.dtype) == np.float32 else None
 
     def kernel(x_ref, w_ref, *rest):
         b_ref = rest[0] if has_bias else None
@@ -140,7 +142,7 @@ def linear(x, w, bias=None, *, w_nk: bool, act: str = "none", parts: int = 1, ti
             else:
                 b = w_ref[pl.ds(s * t.bk, t.bk), pl.ds(c0, t.bn)]
                 dims = (((1,), (0,)), ((), ()))
-            return acc + jax.lax.dot_general(a, b, dims, preferred_element_type=jnp.float32)
+            return acc + jax.lax.dot_general(a, b, dims, preferred_element_type=jnp.float32, precision=precision)
 
         acc = jax.lax.fori_loop(0, k // t.bk, step, jnp.zeros((t.bm, t.bn), jnp.float32))
         if has_bias:
