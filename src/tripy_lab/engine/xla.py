@@ -103,6 +103,7 @@ from tripy_lab.engine.base import (
     profile_point,
 )
 from tripy_lab.engine.xla_cache import XlaStore
+from tripy_lab.engine.xla_ops import type_info
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
@@ -157,6 +158,15 @@ def _loc_name(loc) -> str:
         if name := _loc_name(sub):
             return name
     return ""
+
+
+def _result_info(r):
+    """(shape, numpy dtype) of an op result's type, or None where it is not a tensor type (the translation that
+    reads it says so)."""
+    try:
+        return type_info(r.type)
+    except Exception:
+        return None
 
 
 def _compile_contexts(x64: bool) -> ExitStack:
@@ -334,8 +344,6 @@ class XlaCompiled(CompiledEngine):
 
     # ------------------------------------------------------------------------------------ planning
     def _uses_64bit(self) -> bool:
-        from tripy_lab.engine.xla_ops import type_info
-
         def wide(t) -> bool:
             try:
                 return type_info(t)[1].itemsize == 8
@@ -347,13 +355,7 @@ class XlaCompiled(CompiledEngine):
         return any(info is not None and info[1].itemsize == 8 for p in self._plans for info in p.infos)
 
     def _plan(self, ops) -> list[_OpPlan]:
-        from tripy_lab.engine.xla_ops import STATIC_OK, TABLE, type_info
-
-        def info(r):
-            try:
-                return type_info(r.type)
-            except Exception:  # not a tensor type: the translation that reads it says so
-                return None
+        from tripy_lab.engine.xla_ops import STATIC_OK, TABLE
 
         plans, missing, origins = [], [], self.program.origins
         lines: dict = {}  # by the location's id first: hashing a SourceLocation hashes every field
@@ -375,7 +377,7 @@ class XlaCompiled(CompiledEngine):
                     lines[id(where)] = line
             results = tuple(op.results)
             plans.append(_OpPlan(i, op, fn, scope_name(trace_name, i), trace_name, line, op.name in STATIC_OK, where,
-                                 tuple(op.operands), results, tuple(info(r) for r in results)))
+                                 tuple(op.operands), results, tuple(map(_result_info, results))))
         if missing:
             raise TripyException("The xla engine cannot translate these ops.", [", ".join(sorted(set(missing)))])
         return plans
@@ -395,7 +397,7 @@ class XlaCompiled(CompiledEngine):
         return needed
 
     def _lift_constants(self):
-        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value, type_info
+        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value
 
         consts, lifted = [], []
         keep = self._shape_values() if not FOLD_CONSTANTS else set()

@@ -160,8 +160,8 @@ def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
                         by_attr[id(w)] = (w, results[0])
                 vals = []
             else:
-                vals = [env[v] for v in operands]
-                if p.static_ok and p.index not in lifted and all(type(v) is not Val for v in vals):
+                vals = list(map(env.__getitem__, operands))
+                if p.static_ok and p.index not in lifted and Val not in map(type, vals):
                     if kind == _RESHAPE and len(vals) == 2 and type(vals[0]) is ndarray and \
                             type(vals[1]) is ndarray and vals[1].ndim == 1 and vals[1].dtype.kind in "iu":
                         x, to = vals

@@ -54,6 +54,8 @@ def bcast(em, v: Val, shape) -> Val:
 
 
 def _same_dtype(*vs) -> np.dtype:
+    if len(vs) == 2 and vs[0].dtype == vs[1].dtype:
+        return vs[0].dtype
     dts = {v.dtype for v in vs}
     if len(dts) != 1:
         raise Fallback(f"operands of mixed dtypes {sorted(d.name for d in dts)}")
