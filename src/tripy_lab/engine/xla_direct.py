@@ -214,7 +214,7 @@ def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
                 folded[p.index] = results
     outs = [val(em, env[v]) for v in engine._outputs]
     em.ret(outs)
-    return module_text(pnames, args, em.lines), outs
+    return module_text(pnames, args, em.lines, em.aliases), outs
 
 
 def _check_small(m, env, scores) -> None:

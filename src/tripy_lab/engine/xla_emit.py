@@ -87,6 +87,11 @@ class Emitter:
         self._frozen: dict[int, tuple] = {}  # id(read-only array) -> (array, its Val), before hashing its bytes
         self._count = 0
         self.scope = ""
+        self.aliases: dict[str, str] = {}  # tensor type -> its alias ``!tN``: a shorter text that parses faster
+
+    def _alias(self, ttype: str) -> str:
+        name = self.aliases[ttype] = f"!t{len(self.aliases)}"
+        return name
 
     def _fresh(self) -> str:
         self._count += 1
@@ -96,14 +101,18 @@ class Emitter:
            prim: str | None = None) -> Val:
         self._count += 1
         out = Val(f"%v{self._count}", shape if type(shape) is tuple else tuple(int(d) for d in shape), dtype)
+        aliases = self.aliases
         if len(operands) == 1:
-            ins, types = operands[0].name, operands[0].type
+            v = operands[0]
+            ins, types = v.name, aliases.get(v.type) or self._alias(v.type)
         else:
-            ins, types = ", ".join([v.name for v in operands]), ", ".join([v.type for v in operands])
+            ins = ", ".join([v.name for v in operands])
+            types = ", ".join([aliases.get(v.type) or self._alias(v.type) for v in operands])
         props = _props_text(attrs) if attrs else ""
         region = f" ({region})" if region else ""
         where = f"jit(main)/{self.scope}/{prim or name.rpartition('.')[2]}" if self.scope else "jit(main)"
-        self.lines.append(f'{out.name} = "{name}"({ins}){props}{region} : ({types}) -> {out.type} loc("{where}")')
+        self.lines.append(f'{out.name} = "{name}"({ins}){props}{region} : ({types}) -> '
+                          f'{aliases.get(out.type) or self._alias(out.type)} loc("{where}")')
         return out
 
     def const(self, value) -> Val:
@@ -140,13 +149,16 @@ class Emitter:
                           f'({", ".join(v.type for v in values)}) -> () loc("jit(main)")')
 
 
-def module_text(arg_names, arg_vals, body_lines) -> str:
-    """``module { func.func public @main(...) }`` around the emitted body (result types from the return)."""
+def module_text(arg_names, arg_vals, body_lines, aliases: dict | None = None) -> str:
+    """``module { func.func public @main(...) }`` around the emitted body (result types from the return), after
+    the type aliases (``Emitter.aliases``) the body uses."""
     params = ", ".join(f'{v.name}: {v.type} loc("{n}")' for n, v in zip(arg_names, arg_vals))
     ret = body_lines[-1]
     res_types = ret[ret.index(": (") + 3:ret.rindex(") -> ()")]
     body = "\n    ".join(body_lines)
-    return (f"module @jit_main {{\n  func.func public @main({params}) -> ({res_types}) {{\n    {body}\n  }}\n}}\n")
+    # on the module's line: the parser's line numbers (locations of unnamed region ops) stay those of the body
+    head = "".join(f"{name} = {ttype} " for ttype, name in (aliases or {}).items())
+    return f"{head}module @jit_main {{\n  func.func public @main({params}) -> ({res_types}) {{\n    {body}\n  }}\n}}\n"
 
 
 def swap_into(lowered, text: str) -> bool:
