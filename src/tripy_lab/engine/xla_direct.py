@@ -66,6 +66,7 @@ def direct_lowering(engine, shapes, dims, pnames, signature, avals):
     relower.text = text  # what the store's key hashes (the module's StableHLO, locations included)
     return relower, ""
 
+
 def emit_steps(engine) -> list:
     """Per op of the program: (plan, operands, results, (shape, dtype) of each result, kind), made once per
     engine and shared by its signatures."""
@@ -114,10 +115,12 @@ def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
     softmax results of attention patterns that must stay below ``FUSE_MIN_SCORES`` (else Fallback: the
     jax path fuses them).
 
-    Static values are computed in numpy by the engine's translations (``engine._apply``); two static ops take a
-    shortcut that computes the same array: a constant is read once per engine (``engine._folded``, after its
-    result check) and a reshape of a static array to a static shape is ``ndarray.reshape`` (anything else, an
-    error included, takes the translation)."""
+    Static values are computed in numpy by the engine's translations (``engine._apply``). Shortcuts that give
+    the same arrays (every Python scalar is a constant and a reshape; the lowering shares one attribute object
+    between equal constants): a constant is read once per engine (``engine._folded``, after its result check)
+    and once per weights attribute (the read-only view of its bytes); a reshape of a static array to a static
+    shape is ``ndarray.reshape``, once per (read-only array, shape array); anything else, an error included,
+    takes the translation. The test file tests/engine/test_xla_emit_shortcuts.py checks each shortcut."""
     from tripy_lab.engine.xla_emit import Emitter, Fallback, Val, module_text
     from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE, val
     from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value
