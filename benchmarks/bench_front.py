@@ -13,7 +13,8 @@
   reported, since on 2 cores three compiles cannot take less than 1.5x one;
 * Executable call vs a raw ``jax.jit`` call on a tiny input (goal <= 1.5x).
 
-Every build runs with an empty persistent cache and cleared jax caches. Medians of ``--reps``.
+Every build runs with an empty persistent cache and cleared jax caches, and every side frees its previous
+result outside its timer. Medians of ``--reps``.
 """
 
 from __future__ import annotations
