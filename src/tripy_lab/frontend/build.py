@@ -28,11 +28,15 @@ def _fold(kind: str, ins: list[TraceTensor], params: dict):
     return None
 
 
-def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = None) -> list[Tensor]:
-    """Record one op; returns its outputs as Tensors (DimensionSize for 0-d shape values)."""
+def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = None, loc=None) -> list[Tensor]:
+    """Record one op; returns its outputs as Tensors (DimensionSize for 0-d shape values).
+
+    ``loc``: the user's line when the caller already looked it up (one frontend call, one line: no second
+    stack walk); else it is looked up here."""
     ins = [t.trace_tensor if isinstance(t, Tensor) else t for t in inputs]
     params = params or {}
-    loc = user_location()
+    if loc is None:
+        loc = user_location()
     shape_values = bool(ins)
     for t in ins:  # a loop, not all(...): this runs for every op
         if not t.is_shape:
@@ -55,8 +59,8 @@ def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = No
     return [wrap(o) for o in outs]
 
 
-def make1(kind: str, inputs, params: dict | None = None) -> Tensor:
-    return make(kind, inputs, params)[0]
+def make1(kind: str, inputs, params: dict | None = None, loc=None) -> Tensor:
+    return make(kind, inputs, params, loc)[0]
 
 
 def shape_constant(values) -> Tensor:
@@ -70,7 +74,9 @@ _F32 = np.dtype(np.float32)
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
-def scalar_constant(value, dt: dtypes.dtype) -> Tensor:
+def scalar_constant(value, dt: dtypes.dtype, rank: int = 0, loc=None) -> Tensor:
+    """A Python number as a constant of ``dt``; ``rank`` > 0: reshaped to ``rank`` ones, the ops that
+    ``match_ranks`` would add (a shape constant and a reshape), made here with one location look-up."""
     if isinstance(value, (int, float, np.integer, np.floating)):  # never a raw OverflowError or a silent inf
         check_python_values(value, dt, where=f"For a Python number used with {dt} data")
     npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
@@ -80,4 +86,12 @@ def scalar_constant(value, dt: dtypes.dtype) -> Tensor:
     else:
         with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
             array = np.asarray(value, dtype=npdt)
-    return wrap(constant(array, dt, user_location()))
+    if loc is None:
+        loc = user_location()
+    out = constant(array, dt, loc)
+    if rank:
+        ones = np.ones(rank, dtype=np.int32)
+        shape = constant(ones, dtypes.int32, loc, value=ones)
+        shape.is_shape = True
+        (out,) = apply("reshape", [out, shape], {}, loc)
+    return wrap(out)

@@ -7,6 +7,7 @@ import builtins
 import numpy as np
 
 from tripy_lab.core import dtypes as D
+from tripy_lab.core.source import user_location
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_shape
 from tripy_lab.frontend.build import make1
@@ -39,7 +40,16 @@ def _as_dim(value, other):
     return value
 
 
+_PY_NUMBERS = (int, float)
+
+
 def _binary(fn: str, kind: str, lhs, rhs, allowed=NUMERIC_B, reflected: bool = False) -> Tensor:
+    if not reflected and type(lhs) is Tensor and type(rhs) in _PY_NUMBERS:  # x * 2.0: the most common call
+        loc = user_location()
+        return _with_scalar(fn, kind, lhs, operand(fn, "other", rhs, lhs.dtype, lhs.rank, loc), allowed, loc)
+    if not reflected and type(rhs) is Tensor and type(lhs) in _PY_NUMBERS:  # 2.0 * x
+        loc = user_location()
+        return _with_scalar(fn, kind, operand(fn, "self", lhs, rhs.dtype, rhs.rank, loc), rhs, allowed, loc)
     lhs, rhs = _as_dim(lhs, rhs), _as_dim(rhs, lhs)
     if isinstance(lhs, Tensor):
         a = lhs
@@ -57,6 +67,15 @@ def _binary(fn: str, kind: str, lhs, rhs, allowed=NUMERIC_B, reflected: bool = F
         out = make1(kind, [cast(a, D.int8), cast(b, D.int8)])
         return out if out.dtype is D.bool else cast(out, D.bool)
     return make1(kind, [a, b])
+
+
+def _with_scalar(fn: str, kind: str, a: Tensor, b: Tensor, allowed, loc) -> Tensor:
+    """The rest of ``_binary`` for a Tensor and a Python int or float, which ``operand`` made with the Tensor's
+    dtype (never bool: it refuses ints and floats for bool tensors) and rank: the same checks and the same ops as
+    the general path, with one location look-up."""
+    check_dtype(fn, "self", a, allowed)
+    check_same_dtype(fn, ("self", "other"), (a, b))
+    return make1(kind, [a, b], None, loc)
 
 
 def add(a, b):

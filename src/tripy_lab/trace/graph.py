@@ -22,41 +22,50 @@ class Trace:
         self._check_names()
 
     def _renumber(self) -> None:
-        """Give auto-named tensors (%tN) names numbered in program order, so listings and IR are stable."""
-        tensors = [t for op in self.ops for t in op.outputs]
-        taken = {t.name for t in list(self.inputs) + tensors if not t.name.startswith("%t")}
+        """Give auto-named tensors (%tN) names numbered in program order, so listings and IR are stable.
+
+        A name the user gave never starts with %t... unless it is one: then it is renumbered too, and two equal
+        names are an error in ``_check_names``, as before."""
+        names = _AUTO_NAMES
         counter = 0
-        for t in tensors:
-            if t.name.startswith("%t"):
-                name = f"%t{counter}"
-                while name in taken:
+        for op in self.ops:
+            for t in op.outputs:
+                if t.name.startswith("%t"):
+                    if counter >= len(names):
+                        names.extend(f"%t{i}" for i in range(len(names), 2 * counter + 64))
+                    t.name = names[counter]
                     counter += 1
-                    name = f"%t{counter}"
-                t.name = name
-                counter += 1
 
     def _topo_sort(self) -> list[TraceOp]:
-        input_ids = {id(t) for t in self.inputs}
+        """Post-order depth-first from each output in turn, each op's inputs in order (what a recursive walk
+        gives), with an explicit stack: deep graphs (100s of ops) must not hit Python's recursion limit.
+        Ops and tensors hash by identity (``eq=False``), so sets hold them directly."""
+        inputs = set(self.inputs)
         order: list[TraceOp] = []
-        seen: set[int] = set()
-        # Iterative DFS: deep graphs (100s of ops) must not hit Python's recursion limit.
-        stack: list[tuple[TraceOp, bool]] = [(t.producer, False) for t in reversed(self.outputs)
-                                             if t.producer is not None and id(t) not in input_ids]
-        push, pop = stack.append, stack.pop
-        while stack:
-            op, expanded = pop()
-            key = id(op)
-            if key in seen:
+        done: set[TraceOp] = set()
+        for out in self.outputs:
+            op = out.producer
+            if op is None or op in done or out in inputs:
                 continue
-            if expanded:
-                seen.add(key)
-                order.append(op)
-                continue
-            push((op, True))
-            for inp in reversed(op.inputs):
-                producer = inp.producer
-                if producer is not None and id(producer) not in seen and id(inp) not in input_ids:
-                    push((producer, False))
+            stack, nexts = [op], [0]  # an op being walked, and the position of its next input to look at
+            while stack:
+                op = stack[-1]
+                ins = op.inputs
+                i, n = nexts[-1], len(ins)
+                while i < n:
+                    inp = ins[i]
+                    i += 1
+                    producer = inp.producer
+                    if producer is not None and producer not in done and inp not in inputs:
+                        nexts[-1] = i
+                        stack.append(producer)
+                        nexts.append(0)
+                        break
+                else:  # every input's producer is placed: so is this op
+                    stack.pop()
+                    nexts.pop()
+                    done.add(op)
+                    order.append(op)
         return order
 
     def _check_leaked_inputs(self) -> None:
@@ -142,6 +151,8 @@ class Trace:
         return "\n".join(lines)
 
 
+# "%t0", "%t1", ...: shared by every Trace (renumbering formats no name twice)
+_AUTO_NAMES: list[str] = []
 # C0 controls (but newline) and DEL cannot appear in the SVG (XML 1.0): show their Unicode control pictures.
 _PICTURES = {c: chr(0x2400 + c) for c in range(0x20) if c != 0x0A} | {0x7F: "\u2421"}
 _INVALID = re.compile("[\ud800-\udfff\ufffe\uffff]")  # lone surrogates and non-characters
