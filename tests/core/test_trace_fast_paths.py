@@ -197,13 +197,16 @@ def _recursive_order(outputs, inputs):
 
 def test_topological_order_is_the_recursive_walk():
     rng = np.random.default_rng(0)
+    ops = [lambda a, b: a + b, lambda a, b: a * 2.0, lambda a, b: tp.exp(a), lambda a, b: a - b]
     for trial in range(30):
-        def f(x, y):
+        n_ops, reverse = int(rng.integers(1, 25)), bool(trial % 2)
+
+        def f(x, y, n_ops=n_ops, reverse=reverse):
             pool = [x, y]
-            for _ in range(int(rng.integers(1, 25))):
+            for _ in range(n_ops):
                 a, b = (pool[int(i)] for i in rng.integers(0, len(pool), 2))
-                pool.append([lambda: a + b, lambda: a * 2.0, lambda: tp.exp(a), lambda: a - b][int(rng.integers(4))]())
-            picks = sorted({int(i) for i in rng.integers(0, len(pool), int(rng.integers(1, 4)))}, reverse=bool(trial % 2))
+                pool.append(ops[int(rng.integers(4))](a, b))
+            picks = sorted({int(i) for i in rng.integers(0, len(pool), int(rng.integers(1, 4)))}, reverse=reverse)
             return [pool[i] for i in picks]
 
         trace = pipeline.trace(f, args=[tp.InputInfo((2,), tp.float32)] * 2).trace

@@ -7,8 +7,8 @@ import builtins
 import numpy as np
 
 from tripy_lab.core import dtypes as D
-from tripy_lab.core.source import user_location
 from tripy_lab.core.errors import raise_error
+from tripy_lab.core.source import user_location
 from tripy_lab.frontend import ops_shape
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.checks import (
