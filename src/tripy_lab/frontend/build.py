@@ -8,6 +8,7 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.source import user_location
 from tripy_lab.frontend.tensor import NUMPY_OF, Tensor, check_python_values, constant, wrap
 from tripy_lab.trace import TraceTensor, apply
+from tripy_lab.trace.optable import record
 
 # Shape arithmetic on known values is folded at trace time, so static shapes stay constants.
 _FOLD = {
@@ -88,10 +89,15 @@ def scalar_constant(value, dt: dtypes.dtype, rank: int = 0, loc=None) -> Tensor:
             array = np.asarray(value, dtype=npdt)
     if loc is None:
         loc = user_location()
-    out = constant(array, dt, loc)
+    # what constant() and the rank-matching reshape make, with the shapes their rules give
+    out = record("constant", [], array.shape, dt, {"value": array, "dtype": dt}, loc)
     if rank:
-        ones = np.ones(rank, dtype=np.int32)
-        shape = constant(ones, dtypes.int32, loc, value=ones)
-        shape.is_shape = True
-        (out,) = apply("reshape", [out, shape], {}, loc)
+        ones = _ONES.get(rank)
+        ones = np.ones(rank, dtype=np.int32) if ones is None else ones.copy()  # each constant owns its array
+        shape = record("constant", [], (rank,), dtypes.int32, {"value": ones, "dtype": dtypes.int32}, loc)
+        shape.value, shape.is_shape = ones, True
+        out = record("reshape", [out, shape], (1,) * rank, dt, {}, loc)
     return wrap(out)
+
+
+_ONES = {rank: np.ones(rank, dtype=np.int32) for rank in range(1, 9)}

@@ -95,13 +95,18 @@ def build_planned(op: IRDLOperation, operands, results, properties: dict[str, At
     if values:
         values = SSAValues(values)
         uses = tuple([Use(op, i) for i in range(len(values))])
-        for value, use in zip(values, uses):
-            value.add_use(use)
+        for value, use in zip(values, uses):  # IRWithUses.add_use, inlined (Use() set both links to None)
+            first = value.first_use
+            use._next_use = first
+            if first is not None:
+                first._prev_use = use
+            value.first_use = use
     else:  # constants: the shared empty operand list, as Operation's own default
         values, uses = _NO_VALUES, ()
     op._operands = values
     op._operand_uses = uses
-    op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(results)])
+    op.results = SSAValues([OpResult(results[0], op, 0)] if len(results) == 1 else
+                           [OpResult(t, op, i) for i, t in enumerate(results)])
     op.properties = properties
     op.attributes = {}
     op.location = UNKNOWN_LOC

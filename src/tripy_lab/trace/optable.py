@@ -247,3 +247,19 @@ def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, loca
     if recording:
         recording[-1].append(op)
     return outputs
+
+
+def record(kind: str, inputs: list[TraceTensor], shape: Shape, dtype: dtypes.dtype, params: dict,
+           location=None) -> TraceTensor:
+    """``apply`` for a one-output op whose shape and dtype the caller already knows (the rule's answer): a Python
+    number's constant and rank-matching reshape, made for every ``x * 2.0``."""
+    tracer = False
+    for t in inputs:
+        if t.is_compile_tracer:
+            tracer = True
+            break
+    out = TraceTensor(shape=shape, dtype=dtype, location=location, is_compile_tracer=tracer)
+    out.producer = op = TraceOp(kind, inputs, [out], params, location)
+    if recording:
+        recording[-1].append(op)
+    return out
