@@ -61,14 +61,23 @@ def _structure(op):
             len(op.regions), len(op.successors), sorted(vars(op)))
 
 
+def _generic_new_op(cls, operands, result_type, properties):
+    op = cls.__new__(cls)
+    IRDLOperation.__init__(op, operands=list(operands), result_types=[result_type], properties=dict(properties))
+    return op
+
+
 def test_planned_ops_equal_generic_builder(monkeypatch):
+    from tripy_lab.mlir import lowering
+
     fast = lower_zoo().program
     monkeypatch.setattr(ops_base, "build_planned", lambda *args: False)  # every op through irdl_op_init
+    monkeypatch.setattr(lowering, "new_op", _generic_new_op)  # also the ones the lowering builds directly
     slow = lower_zoo().program
     fast_ops, slow_ops = fast.ops(), slow.ops()
     planned = {type(op) for op in fast_ops if op_builder._PLANS.get(type(op)) is not None}
     assert {trt.ElementWiseOp, trt.ReshapeOp, trt.SliceOp, trt.ConcatenationOp, trt.LinspaceOp,
-            trt.ConvolutionOp, trt.TopKOp, trt.ConstantOp} <= planned  # plain, optional, segments, variadic, 2 results
+            trt.ConvolutionOp, trt.TopKOp, trt.ConstantOp, trt.UnaryOp, trt.ActivationOp} <= planned  # plain, optional, segments, variadic, 2 results
     assert len(fast_ops) == len(slow_ops) > 40
     for a, b in zip(fast_ops, slow_ops):
         assert _structure(a) == _structure(b), a.name
@@ -248,6 +257,7 @@ def test_linked_block_and_constant_shortcut_equal_the_generic_paths(monkeypatch,
     monkeypatch.setattr(lowering._Ctx, "add", plain_add)
     monkeypatch.setattr(lowering._Deferred, "emit", lambda self: self.ctx.constant(
         to_host(self.op.params["value"]), self.op.params["dtype"]))
+    monkeypatch.setattr(lowering, "new_op", _generic_new_op)
     slow = make()
     slow = getattr(slow, "program", slow)
     block, slow_block = program.main().body.block, slow.main().body.block
@@ -297,3 +307,14 @@ def test_file_locations_follow_each_source_location():
             origin.location.file, origin.location.line, origin.location.col + 1), op.name
     lines = {op.location.location.line.data for op in lowered.program.ops()}
     assert lines == {f.__code__.co_firstlineno + k for k in (1, 2, 3)}
+
+
+def test_new_op_refuses_what_it_cannot_build():
+    x = trt.ConstantOp(np.ones((2,), np.float32), "f32").results[0]
+    t = attrs.tensor_type((2,), "f32")
+    with pytest.raises(TypeError, match="SliceOp"):  # operand segments
+        op_builder.new_op(trt.SliceOp, (x,), t, {})
+    with pytest.raises(TypeError, match="ElementWiseOp with 1 operands"):
+        op_builder.new_op(trt.ElementWiseOp, (x,), t, {})
+    with pytest.raises(TypeError, match="TopKOp"):  # two results
+        op_builder.new_op(trt.TopKOp, (x,), t, {})

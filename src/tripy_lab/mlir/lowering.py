@@ -22,6 +22,7 @@ from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.mlir import dialect as trt
 from tripy_lab.mlir.attrs import file_loc, name_loc
 from tripy_lab.mlir.lowering_nn import LOWERING_NN
+from tripy_lab.mlir.op_builder import new_op
 from tripy_lab.mlir.program import MlirProgram, OpOrigin
 from tripy_lab.trace import OPS, Trace, TraceOp
 
@@ -111,7 +112,8 @@ class _Deferred:
         value, dt = params["value"], params["dtype"]
         if type(value) is np.ndarray and value.size <= config.inline_constant_limit and dt is not dtypes.bool:
             # what ctx.constant does for these (most constants: Python scalars, shapes), without its other cases
-            return self.ctx.result(trt.ConstantOp(trt.dense_elements(value, dt.mlir)))
+            weights = trt.dense_elements(value, dt.mlir)
+            return self.ctx.result(new_op(trt.ConstantOp, (), weights.type, {"weights": weights}))
         return self.ctx.constant(to_host(value), dt)
 
 
@@ -134,16 +136,21 @@ def _constant(ctx, op, ins):
     return [_Deferred(ctx, op)]
 
 
+# The hottest ops are built with new_op: what their constructors make (test_lowering_fast_paths compares them),
+# without the keyword packing, None filtering and generic checks of a constructor call.
 def _element_wise(ctx, op, ins):
-    return [ctx.result(trt.ElementWiseOp(ins[0], ins[1], OPS[op.kind].enum, _out_type(op)))]
+    props = {"elementwiseOperation": trt.enum_attr(trt.ElementWiseOperationAttr, OPS[op.kind].enum)}
+    return [ctx.result(new_op(trt.ElementWiseOp, (ins[0], ins[1]), _out_type(op), props))]
 
 
 def _unary(ctx, op, ins):
-    return [ctx.result(trt.UnaryOp(ins[0], OPS[op.kind].enum))]
+    props = {"unaryOperation": trt.enum_attr(trt.UnaryOperationAttr, OPS[op.kind].enum)}
+    return [ctx.result(new_op(trt.UnaryOp, (ins[0],), ins[0].type, props))]
 
 
 def _activation(ctx, op, ins):
-    return [ctx.result(trt.ActivationOp(ins[0], OPS[op.kind].enum))]
+    props = {"activationType": trt.enum_attr(trt.ActivationTypeAttr, OPS[op.kind].enum)}
+    return [ctx.result(new_op(trt.ActivationOp, (ins[0],), ins[0].type, props))]
 
 
 def _matmul(ctx, op, ins):
@@ -178,7 +185,7 @@ def _shape(ctx, op, ins):
 
 
 def _reshape(ctx, op, ins):
-    return [ctx.result(trt.ReshapeOp(ins[0], _out_type(op), shape=ins[1]))]
+    return [ctx.result(new_op(trt.ReshapeOp, (ins[0], ins[1]), _out_type(op), {}))]
 
 
 def _permute(ctx, op, ins):

@@ -153,3 +153,38 @@ def _segment_sizes(sizes: list[int]) -> DenseArrayBase:
 
 
 _SEGMENT_SIZES: dict[tuple, DenseArrayBase] = {}
+
+
+def new_op(cls: type[IRDLOperation], operands: tuple, result_type: Attribute, properties: dict) -> IRDLOperation:
+    """A ``cls`` op with one result, built as ``build_planned`` builds it, for the lowering's hottest ops (constants,
+    element-wise, unary, activation, reshape): ``operands`` are SSA values, one per operand definition, and
+    ``properties`` are complete (no None, no default left to fill in) and become the op's own dict. Only for op
+    classes whose plan has no segments, defaults or other result counts; anything else is a TypeError here (a
+    lowering bug, never a user's)."""
+    plan = _PLANS.get(cls, _UNPLANNED)
+    if plan is _UNPLANNED:
+        plan = plan_of(cls)
+    if plan is None or plan.n_results != 1 or plan.segments or plan.defaults or len(operands) != len(plan.kinds):
+        raise TypeError(f"new_op cannot build {cls.__name__} with {len(operands)} operands")
+    op = cls.__new__(cls)
+    if operands:
+        values = SSAValues(operands)
+        uses = tuple([Use(op, i) for i in range(len(operands))])
+        for value, use in zip(values, uses):  # IRWithUses.add_use, inlined, as in build_planned
+            first = value.first_use
+            use._next_use = first
+            if first is not None:
+                first._prev_use = use
+            value.first_use = use
+    else:
+        values, uses = _NO_VALUES, ()
+    op._operands = values
+    op._operand_uses = uses
+    op.results = SSAValues([OpResult(result_type, op, 0)])
+    op.properties = properties
+    op.attributes = {}
+    op.location = UNKNOWN_LOC
+    op._successors = ()
+    op._successor_uses = ()
+    op.regions = ()
+    return op
