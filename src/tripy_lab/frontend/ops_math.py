@@ -61,7 +61,8 @@ def _binary(fn: str, kind: str, lhs, rhs, allowed=NUMERIC_B, reflected: bool = F
         a, b = b, a
     check_dtype(fn, "self", a, allowed)
     check_same_dtype(fn, ("self", "other"), (a, b))
-    a, b = match_ranks(a, b)
+    if a.rank != b.rank:
+        a, b = match_ranks(a, b)
     if a.dtype is D.bool and kind not in ("logical_or",):
         # TensorRT's element-wise layer rejects i1 here: compute in int8.
         out = make1(kind, [cast(a, D.int8), cast(b, D.int8)])

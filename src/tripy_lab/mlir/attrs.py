@@ -163,6 +163,7 @@ def file_loc(file: str, line: int, col: int) -> FileLineColLoc:
 
 
 _FILE_LOCS: dict[tuple, FileLineColLoc] = {}
+_NAMES: dict[str, StringAttr] = {}
 _DESC, _CHILD = (f for f, _ in NameLoc.get_irdl_definition().parameters)  # ("desc", "location")
 _new, _set = object.__new__, object.__setattr__
 
@@ -172,8 +173,11 @@ def name_loc(name: str, child: FileLineColLoc | UnknownLoc) -> NameLoc:
     (~4 us per op of a lowering), which check only what the types here guarantee: a string and a location."""
     if type(name) is not str or type(child) not in (FileLineColLoc, UnknownLoc):
         return NameLoc(StringAttr(name), child)
-    desc = _new(StringAttr)
-    _set(desc, "data", name)
+    desc = _NAMES.get(name)
+    if desc is None:  # every program names its ops %t0, %t1, ...: one immutable StringAttr per name
+        desc = _new(StringAttr)
+        _set(desc, "data", name)
+        _remember(_NAMES, name, desc)
     loc = _new(NameLoc)
     _set(loc, _DESC, desc)
     _set(loc, _CHILD, child)

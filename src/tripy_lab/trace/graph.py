@@ -16,17 +16,19 @@ class Trace:
         self.inputs = list(inputs)
         self.input_infos = dict(input_infos or {})
         self.name = name
-        self.ops = self._topo_sort()
-        self._check_leaked_inputs()
+        self.ops, leaked = self._topo_sort()
+        if leaked:
+            self._check_leaked_inputs()
         self._renumber()
-        self._check_names()
 
     def _renumber(self) -> None:
-        """Give auto-named tensors (%tN) names numbered in program order, so listings and IR are stable.
-
-        A name the user gave never starts with %t... unless it is one: then it is renumbered too, and two equal
-        names are an error in ``_check_names``, as before."""
+        """Give auto-named tensors (%tN) names numbered in program order, so listings and IR are stable; then two
+        distinct tensors with one name (inputs first, then each op's outputs in order) are an error at the
+        second one. A name the user gave that starts with %t is renumbered like an automatic one."""
         names = _AUTO_NAMES
+        by_name: dict[str, TraceTensor] = {}
+        for t in self.inputs:
+            self._claim(by_name, t)
         counter = 0
         for op in self.ops:
             for t in op.outputs:
@@ -35,14 +37,24 @@ class Trace:
                         names.extend(f"%t{i}" for i in range(len(names), 2 * counter + 64))
                     t.name = names[counter]
                     counter += 1
+                if by_name.setdefault(t.name, t) is not t:  # _claim, inlined: every tensor
+                    self._claim(by_name, t)
 
-    def _topo_sort(self) -> list[TraceOp]:
+    @staticmethod
+    def _claim(by_name: dict, t: TraceTensor) -> None:
+        if by_name.setdefault(t.name, t) is not t:
+            raise_error(f"Found distinct tensors with the same name: '{t.name}'.",
+                        ["Give each tensor a unique name."], location=t.location)
+
+    def _topo_sort(self) -> tuple[list[TraceOp], bool]:
         """Post-order depth-first from each output in turn, each op's inputs in order (what a recursive walk
         gives), with an explicit stack: deep graphs (100s of ops) must not hit Python's recursion limit.
-        Ops and tensors hash by identity (``eq=False``), so sets hold them directly."""
+        Ops and tensors hash by identity (``eq=False``), so sets hold them directly. Also says whether an op
+        reads a tensor with no producer that is not an input (then ``_check_leaked_inputs`` raises)."""
         inputs = set(self.inputs)
         order: list[TraceOp] = []
         done: set[TraceOp] = set()
+        leaked = False
         for out in self.outputs:
             op = out.producer
             if op is None or op in done or out in inputs:
@@ -56,7 +68,9 @@ class Trace:
                     inp = ins[i]
                     i += 1
                     producer = inp.producer
-                    if producer is not None and producer not in done and inp not in inputs:
+                    if producer is None:
+                        leaked = leaked or inp not in inputs
+                    elif producer not in done and inp not in inputs:
                         nexts[-1] = i
                         stack.append(producer)
                         nexts.append(0)
@@ -66,7 +80,7 @@ class Trace:
                     nexts.pop()
                     done.add(op)
                     order.append(op)
-        return order
+        return order, leaked
 
     def _check_leaked_inputs(self) -> None:
         """A tensor with no producer that is not one of our inputs is another compile's input: a tracer that
@@ -80,15 +94,6 @@ class Trace:
                                  f"'{t.name}', an input of a function traced by tp.compile (it escaped through a "
                                  "side effect, e.g. appended to a list); it has no value outside that trace.",
                                  "Return the tensor from the compiled function and use the Executable's output."])
-
-    def _check_names(self) -> None:
-        by_name: dict[str, TraceTensor] = {}
-        tensors = list(self.inputs) + [t for op in self.ops for t in op.outputs]
-        for t in tensors:
-            other = by_name.setdefault(t.name, t)
-            if other is not t:
-                raise_error(f"Found distinct tensors with the same name: '{t.name}'.",
-                            ["Give each tensor a unique name."], location=t.location)
 
     def op_by_name(self, name: str) -> TraceOp:
         for op in self.ops:

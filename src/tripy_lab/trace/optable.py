@@ -29,6 +29,8 @@ class OpDef:
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """Same-rank broadcasting: each dim pair equal or one of them 1 (None = not known until run time)."""
     first = shapes[0]
+    if len(shapes) == 2 and shapes[1] == first and type(first) is tuple:  # x + y of one shape: that shape
+        return first
     if len(shapes) == 2 and len(shapes[1]) == len(first):  # binary ops: pairwise, errors from the loop below
         out = []
         for a, b in zip(first, shapes[1]):
