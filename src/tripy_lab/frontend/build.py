@@ -55,9 +55,15 @@ def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = No
         if identity is not None and int(ins[1].value) == identity and ins[0].shape == ins[1].shape:
             return [wrap(ins[0])]
     outs = apply(kind, ins, params, loc)
+    if not shape_values and kind not in _SHAPE_KINDS:  # no shape value (is_shape stays False): plain Tensors
+        return [_tensor(o) for o in outs]
     for out in outs:
-        out.is_shape = (shape_values or kind in ("shape", "get_dim")) and out.dtype is dtypes.int32 and out.rank <= 1
+        out.is_shape = out.dtype is dtypes.int32 and out.rank <= 1
     return [wrap(o) for o in outs]
+
+
+_SHAPE_KINDS = ("shape", "get_dim")
+_tensor = Tensor._wrap
 
 
 def make1(kind: str, inputs, params: dict | None = None, loc=None) -> Tensor:

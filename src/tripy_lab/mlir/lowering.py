@@ -28,7 +28,19 @@ from tripy_lab.trace import OPS, Trace, TraceOp
 
 
 def tensor_type(shape, dt: dtypes.dtype):
+    """The shared ``tensor<...>`` of a trace tensor's shape and dtype (one look-up: every op asks)."""
+    if type(shape) is tuple:
+        hit = _TYPES.get((shape, dt))
+        if hit is None:
+            hit = trt.tensor_type(shape, dt.mlir)
+            if len(_TYPES) >= 1 << 15:
+                _TYPES.clear()
+            _TYPES[(shape, dt)] = hit
+        return hit
     return trt.tensor_type(tuple(shape), dt.mlir)
+
+
+_TYPES: dict[tuple, object] = {}  # (shape, dtype) -> TensorType: immutable values, shared like attrs' own cache
 
 
 _first = tuple.__getitem__  # op.results[0] without SSAValues.__getitem__ (a Python method): every op asks
