@@ -202,8 +202,9 @@ def dense_elements(array: np.ndarray | Sequence | float | int, mlir_elem: str) -
     (element type, source dtype, shape, bytes); attributes are immutable, so sharing is invisible."""
     arr = np.asarray(array)
     key = None
-    if arr.size <= _SMALL_ELEMENTS and arr.dtype.kind in "biuf":
-        key = (mlir_elem, arr.dtype.str, arr.shape, arr.tobytes())
+    dt = arr.dtype
+    if arr.size <= _SMALL_ELEMENTS and dt.kind in "biuf":
+        key = (mlir_elem, dt, arr.shape, arr.tobytes())  # dt, not dt.str (~0.4 us): equal dtypes, equal bytes
         hit = _SMALL_DENSE.get(key)
         if hit is not None:
             return hit

@@ -314,12 +314,16 @@ def lower(trace: Trace) -> MlirProgram:
     for t, arg in zip(trace.inputs, block.args):
         ctx.values[t] = arg
     origins: dict[str, OpOrigin] = {}
-    values, value = ctx.values, ctx.value
+    values, value, of_trace_op = ctx.values, ctx.value, OpOrigin.of_trace_op
     for op in trace.ops:
         name = op.outputs[0].name
-        # a constant is emitted where it is first used, under that op's location: none needed here
-        ctx.location = None if op.kind == "constant" else _location(name, op.location)
-        if op.kind in _STATIC_OPERANDS:
+        kind = op.kind
+        if kind == "constant":  # emitted where it is first used, under that op's location: none needed here
+            values[op.outputs[0]] = _Deferred(ctx, op)
+            origins[name] = of_trace_op(op)
+            continue
+        ctx.location = _location(name, op.location)
+        if kind in _STATIC_OPERANDS:
             ins = [values[t] if _takes_static(op, i, t) else value(t) for i, t in enumerate(op.inputs)]
         else:
             ins = []
@@ -328,11 +332,11 @@ def lower(trace: Trace) -> MlirProgram:
                 if type(v) is _Deferred:
                     v = values[t] = v.emit()
                 ins.append(v)
-        results = LOWERING[op.kind](ctx, op, ins)
+        results = LOWERING[kind](ctx, op, ins)
         for t, v in zip(op.outputs, results):
             values[t] = v
-        origins[name] = OpOrigin.of_trace_op(op)
-    if trace.ops and ctx.location is None:  # constants returned as outputs: at the last op's location
+        origins[name] = of_trace_op(op)
+    if trace.ops and trace.ops[-1].kind == "constant":  # constants returned as outputs: at the last op's location
         ctx.location = _location(trace.ops[-1].outputs[0].name, trace.ops[-1].location)
     outs = [ctx.value(t) for t in trace.outputs]
     ret = ReturnOp(*outs)
