@@ -6,7 +6,7 @@ import numpy as np
 
 from tripy_lab.core import dtypes
 from tripy_lab.core.source import user_location
-from tripy_lab.frontend.tensor import NUMPY_OF, Tensor, check_python_values, constant, wrap
+from tripy_lab.frontend.tensor import NUMPY_OF, Tensor, check_python_values, constant, fits_python_number, wrap
 from tripy_lab.trace import TraceTensor, apply
 from tripy_lab.trace.optable import record
 
@@ -84,7 +84,8 @@ _F32_MAX = float(np.finfo(np.float32).max)
 def scalar_constant(value, dt: dtypes.dtype, rank: int = 0, loc=None) -> Tensor:
     """A Python number as a constant of ``dt``; ``rank`` > 0: reshaped to ``rank`` ones, the ops that
     ``match_ranks`` would add (a shape constant and a reshape), made here with one location look-up."""
-    if isinstance(value, (int, float, np.integer, np.floating)):  # never a raw OverflowError or a silent inf
+    # never a raw OverflowError or a silent inf; the message is formatted only for a number that does not fit
+    if isinstance(value, (int, float, np.integer, np.floating)) and not fits_python_number(value, dt):
         check_python_values(value, dt, where=f"For a Python number used with {dt} data")
     npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
     kind = type(value)

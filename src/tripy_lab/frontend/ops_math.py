@@ -50,13 +50,16 @@ def _binary(fn: str, kind: str, lhs, rhs, allowed=NUMERIC_B, reflected: bool = F
     if not reflected and type(rhs) is Tensor and type(lhs) in _PY_NUMBERS:  # 2.0 * x
         loc = user_location()
         return _with_scalar(fn, kind, operand(fn, "self", lhs, rhs.dtype, rhs.rank, loc), rhs, allowed, loc)
-    lhs, rhs = _as_dim(lhs, rhs), _as_dim(rhs, lhs)
-    if isinstance(lhs, Tensor):
-        a = lhs
-        b = operand(fn, "other", rhs, a.dtype)
+    if type(lhs) is Tensor and type(rhs) is Tensor:  # x + y: nothing for _as_dim or operand to convert
+        a, b = lhs, rhs
     else:
-        b = check_tensor(fn, "other", rhs)
-        a = operand(fn, "self", lhs, b.dtype)
+        lhs, rhs = _as_dim(lhs, rhs), _as_dim(rhs, lhs)
+        if isinstance(lhs, Tensor):
+            a = lhs
+            b = operand(fn, "other", rhs, a.dtype)
+        else:
+            b = check_tensor(fn, "other", rhs)
+            a = operand(fn, "self", lhs, b.dtype)
     if reflected:
         a, b = b, a
     check_dtype(fn, "self", a, allowed)
