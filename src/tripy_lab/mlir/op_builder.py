@@ -161,26 +161,25 @@ def new_op(cls: type[IRDLOperation], operands: tuple, result_type: Attribute, pr
     ``properties`` are complete (no None, no default left to fill in) and become the op's own dict. Only for op
     classes whose plan has no segments, defaults or other result counts; anything else is a TypeError here (a
     lowering bug, never a user's)."""
-    plan = _PLANS.get(cls, _UNPLANNED)
-    if plan is _UNPLANNED:
-        plan = plan_of(cls)
-    if plan is None or plan.n_results != 1 or plan.segments or plan.defaults or len(operands) != len(plan.kinds):
-        raise TypeError(f"new_op cannot build {cls.__name__} with {len(operands)} operands")
+    if _ARITY.get(cls) != len(operands):
+        _check_new_op(cls, operands)
     op = cls.__new__(cls)
     if operands:
-        values = SSAValues(operands)
-        uses = tuple([Use(op, i) for i in range(len(operands))])
-        for value, use in zip(values, uses):  # IRWithUses.add_use, inlined, as in build_planned
+        uses = []
+        for i, value in enumerate(operands):  # Use + IRWithUses.add_use, inlined, as in build_planned
+            use = Use(op, i)
             first = value.first_use
             use._next_use = first
             if first is not None:
                 first._prev_use = use
             value.first_use = use
+            uses.append(use)
+        op._operands = SSAValues(operands)
+        op._operand_uses = tuple(uses)
     else:
-        values, uses = _NO_VALUES, ()
-    op._operands = values
-    op._operand_uses = uses
-    op.results = SSAValues([OpResult(result_type, op, 0)])
+        op._operands = _NO_VALUES
+        op._operand_uses = ()
+    op.results = SSAValues((OpResult(result_type, op, 0),))
     op.properties = properties
     op.attributes = {}
     op.location = UNKNOWN_LOC
@@ -188,3 +187,13 @@ def new_op(cls: type[IRDLOperation], operands: tuple, result_type: Attribute, pr
     op._successor_uses = ()
     op.regions = ()
     return op
+
+
+_ARITY: dict[type, int] = {}  # op classes new_op may build -> their operand count
+
+
+def _check_new_op(cls: type[IRDLOperation], operands) -> None:
+    plan = plan_of(cls)
+    if plan is None or plan.n_results != 1 or plan.segments or plan.defaults or len(operands) != len(plan.kinds):
+        raise TypeError(f"new_op cannot build {cls.__name__} with {len(operands)} operands")
+    _ARITY[cls] = len(plan.kinds)
