@@ -36,8 +36,17 @@ VARIANTS = {
     "cmdbuf_all": {"xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"},
     "no_dot_merger+cmdbuf_all": {"xla_disable_hlo_passes": "dot-merger",
                                  "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"},
+    "no_dot_merger+no_triton_gemm+cublaslt": {"xla_disable_hlo_passes": "dot-merger",
+                                              "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True},
     "triton_gemm_any": {"xla_gpu_triton_gemm_any": True},
     "no_command_buffer": {"xla_gpu_enable_command_buffer": ""},
+    # keys starting with "_" are ours, not XLA's: "_attention" sets xla_attention.MODE for the variant
+    "attention_off": {"_attention": "off"},
+    # "_linear" sets xla_linear.MODE: "auto" runs Linear + GELU and the packed q/k/v projection as Pallas kernels
+    "pallas_linear": {"_linear": "auto"},
+    "pallas_linear+attention_off": {"_linear": "auto", "_attention": "off"},
+    "attention_off+cmdbuf_all": {"_attention": "off",
+                                 "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"},
     # let Triton GEMM fusions (which can fuse an element-wise producer such as the GELU into the GEMM's
     # operand load) win even where cuBLAS alone is faster for the bare GEMM
     "no_cublas_fallback": {"xla_gpu_cublas_fallback": False},
@@ -55,7 +64,7 @@ def main():
     import jax
 
     from tripy_lab import pipeline
-    from tripy_lab.engine import xla
+    from tripy_lab.engine import xla, xla_attention, xla_linear
     from tripy_lab.lab import profile
 
     rng = np.random.default_rng(0)
@@ -67,16 +76,22 @@ def main():
         lowered = pipeline.trace(model, args=[tp.InputInfo((b, t), tp.int32)]).lower()
         idx = jax.device_put(rng.integers(0, gpt.V, (b, t)).astype(np.int32), gpu)
         for name in a.variants.split(","):
-            xla.OPT_LEVEL_OPTIONS[3] = dict(VARIANTS[name])
+            options = dict(VARIANTS[name])
+            xla_attention.MODE = options.pop("_attention", "auto")
+            xla_linear.MODE = options.pop("_linear", "off")
+            xla.OPT_LEVEL_OPTIONS[3] = options
             try:
                 built = lowered.build(engine="xla", shapes="opt")
             except Exception as exc:
                 results[f"B{b}_T{t} {name}"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
                 continue
             exe = built.executable()
+            logits = np.asarray(exe(idx)).astype(np.float32)
+            first = results.setdefault(f"B{b}_T{t} logits", logits)
             ms = timed(lambda exe=exe, idx=idx: exe(idx), exe.synchronize, iters=20) * 1e3
             row = {"ms": ms, "tflops": gpt.flops(b, t) / ms / 1e9, "compile_s": built.seconds,
-                   "notes": [n for n in built.report.notes if "dropped" in n]}
+                   "notes": [n for n in built.report.notes if "dropped" in n or "fused" in n],
+                   "max_abs_diff_vs_first_variant": float(np.max(np.abs(logits - first)))}
             if name == "defaults" or a.profile_all:
                 layers = profile(exe, calls=10)
                 row["compute_ms"], row["layers_ms"] = layers.attrs["compute_ms"], layers.attrs["layers_ms"]
@@ -89,6 +104,8 @@ def main():
                 row["top"] = [f"{r['layer']} [{r['kind']}] {r['time_ms']:.4f} ms {r['source_lines']}"
                               for r in top.to_dict("records")]
                 if a.out_dir:
+                    with open(os.path.join(a.out_dir, f"hlo_B{b}_T{t}_{name.replace('+', '_')}.txt"), "w") as fh:
+                        fh.write(built.report.extra_stages.get("hlo", ""))
                     csv = f"layers_B{b}_T{t}_{name.replace('+', '_')}.csv"
                     layers.to_csv(os.path.join(a.out_dir, csv), index=False)
                 c = exe._compiled
@@ -104,6 +121,7 @@ def main():
             results[f"B{b}_T{t} {name}"] = row
             print(f"B{b}_T{t} {name}", json.dumps(row, indent=1), flush=True)
     xla.OPT_LEVEL_OPTIONS[3] = {}
+    results = {k: v for k, v in results.items() if not k.endswith(" logits")}
     if a.out_dir:
         with open(os.path.join(a.out_dir, "gpt_options.json"), "w") as fh:
             json.dump(results, fh, indent=1)

@@ -79,3 +79,60 @@ def test_layer_times_sum_to_compute_on_gpu(gemm_exe):
     assert df.attrs["compute_ms"] > 0
     assert abs(df.attrs["layers_ms"] - df.attrs["compute_ms"]) <= 0.15 * df.attrs["compute_ms"], df.attrs
     assert (df[df["kind"].str.startswith("GEMM")]["time_ms"] > 0).sum() >= 1
+
+
+def test_small_attention_stays_unfused_and_emitted_natively():
+    """Under "auto", scores below FUSE_MIN_SCORES run as XLA's own fusions (one CUDA graph), the StableHLO
+    emitted from the MLIR op by op."""
+    shape = (1, 2, 64, 64)
+    assert 2 * 64 * 64 < xla_attention.FUSE_MIN_SCORES
+    info = tp.InputInfo(shape, tp.float16)
+    mask = tp.Tensor(np.tril(np.ones((64, 64), np.float32)))
+
+    def small(q, k, v):
+        s = tp.masked_fill((q @ tp.transpose(k, -1, -2)) * 0.125, mask == 0, float("-inf"))
+        return tp.softmax(s, dim=-1) @ v
+
+    exe = tp.compile(small, args=[info, info, info], engine="xla")
+    notes = " ".join(exe.stages["built"].report.notes)
+    assert "attention 0 of 1 pattern(s) fused (scores below xla_attention.FUSE_MIN_SCORES" in notes, notes
+    assert not any(r.kind == "attention (cuDNN)" for r in exe.stages["built"].layers)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(shape).astype(np.float16) for _ in range(3)]
+    ref = tp.compile(small, args=[info, info, info], engine="reference")
+    np.testing.assert_allclose(np.asarray(exe(*args)).astype(np.float32),
+                               np.asarray(ref(*args)).astype(np.float32), rtol=2e-2, atol=2e-3)
+
+
+def test_pallas_linear_gelu_matches_unfused_and_is_timed_as_its_own_layer():
+    from tripy_lab.engine import xla_linear
+
+    w = (np.random.default_rng(1).standard_normal((3072, 768)) * 0.03).astype(np.float16)
+    b = (np.random.default_rng(2).standard_normal(3072) * 0.1).astype(np.float16)
+
+    def mlp(x):
+        fc = tp.Linear(768, 3072, dtype=tp.float16)
+        fc.weight, fc.bias = tp.Tensor(w), tp.Tensor(b)
+        return tp.gelu(fc(x))
+
+    info = tp.InputInfo((8, 512, 768), tp.float16)
+    old = xla_linear.MODE
+    try:
+        xla_linear.MODE = "auto"
+        fused = tp.compile(mlp, args=[info], engine="xla")
+        xla_linear.MODE = "off"
+        unfused = tp.compile(mlp, args=[info], engine="xla")
+    finally:
+        xla_linear.MODE = old
+    assert any("linear + GELU 1 of 1 pattern(s) fused (pallas)" in n for n in fused.stages["built"].report.notes)
+    x = np.random.default_rng(3).standard_normal((8, 512, 768)).astype(np.float16)
+    np.testing.assert_allclose(np.asarray(fused(x)).astype(np.float32), np.asarray(unfused(x)).astype(np.float32),
+                               rtol=1e-2, atol=1e-2)
+    rows = [r for r in fused.stages["built"].layers if r.kind == "Pallas kernel (Triton)"]
+    first = mlp.__code__.co_firstlineno
+    assert len(rows) == 1 and f"test_gpu_timing.py:{first + 3}" in rows[0].source_lines, \
+        [r.as_dict() for r in fused.stages["built"].layers]
+    df = profile(fused, calls=10)
+    pallas = df[df["kind"] == "Pallas kernel (Triton)"]["time_ms"].sum()
+    assert pallas > 0.5 * df.attrs["compute_ms"], df.to_dict("records")
+    assert abs(df.attrs["layers_ms"] - df.attrs["compute_ms"]) <= 0.15 * df.attrs["compute_ms"], df.attrs

@@ -246,10 +246,12 @@ class XlaCompiled(CompiledEngine):
         self._arg_types = [shape_of(a.type) for a in self._block_args]
         self._x64 = self._uses_64bit()
         self._plans = self._plan()
-        from tripy_lab.engine.xla_attention import find
+        from tripy_lab.engine import xla_attention, xla_linear
 
-        self._attention = {m.ops[-1]: m for m in find(program.ops())}
-        self._fused_away = {i for m in self._attention.values() for i in m.removed}
+        ops = program.ops()
+        self._attention = {m.ops[-1]: m for m in xla_attention.find(ops)}
+        in_attention = {i for m in self._attention.values() for i in m.ops}
+        self._linear = {m.ops[-1]: m for m in xla_linear.find(ops) if not in_attention.intersection(m.ops)}
         self._op_names = {p.index: p.trace_name for p in self._plans if p.trace_name}
         self._lines = {p.trace_name: p.line for p in self._plans if p.trace_name and p.line}
         ret = main.body.block.last_op
@@ -434,10 +436,15 @@ class XlaCompiled(CompiledEngine):
         dim_values = {block_args[i]: np.asarray(v, dtype=self._arg_dtypes[i]) for i, v in zip(dim_pos, dims)}
         outputs, lifted_idx = self._outputs, self._lifted
 
-        attention, fused_away, by_index = self._attention, self._fused_away, {p.index: p for p in plans}
+        from tripy_lab.engine import xla_linear
+
+        attention, by_index = self._attention, {p.index: p for p in plans}
+        linear = self._linear if xla_linear.MODE != "off" else {}
+        fused_away = {i for m in (*attention.values(), *linear.values()) for i in m.removed}
         shape_read = {i for m in attention.values() for i in m.shape_read}
         platform = self.device.platform
         fusions: list[str] = []
+        linear_fusions: list[str] = []
 
         def main(*flat):
             env: dict = dict(dim_values)
@@ -466,18 +473,45 @@ class XlaCompiled(CompiledEngine):
                         self._abstract_results(p, env, program)
                     continue
                 m = attention.get(p.index)
-                if m is None:
+                lm = linear.get(p.index) if m is None else None
+                if m is None and lm is None:
                     run_plan(p)
                     continue
-                how = self._run_attention(m, env, by_index, platform)
-                fusions.append(how or "unfused")
+                if m is not None:
+                    how = self._run_attention(m, env, by_index, platform)
+                    fusions.append(how or "unfused")
+                else:
+                    how = self._run_linear(lm, env, by_index, platform)
+                    linear_fusions.append(how or "unfused")
                 if how is None:
-                    for i in m.ops:
+                    for i in (m or lm).ops:
                         run_plan(by_index[i])
             return tuple(jnp.asarray(env[v]) for v in outputs)
 
         main.fusions = fusions
+        main.linear_fusions = linear_fusions
         return main
+
+    def _run_linear(self, m, env, by_index, platform) -> str | None:
+        """Run a Linear + GELU match as one kernel (its name) or return None (run op by op); one named
+        scope holds the scopes of its ops, so the layer table maps the kernel to all of them."""
+        import jax
+
+        from tripy_lab.engine import xla_linear
+
+        how = xla_linear.plan(m, env, platform)
+        if how is None:
+            return None
+        last = by_index[m.ops[-1]]
+        try:
+            with jax.named_scope("linear_" + "_".join(by_index[i].scope for i in m.ops)):
+                out = xla_linear.run(m, env, **how)
+        except Exception as exc:  # a configuration the kernel refuses while tracing: run op by op
+            self.report.notes.append(f"linear + GELU at {last.trace_name or last.index} not fused: "
+                                     f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            return None
+        env[m.out] = out
+        return "pallas" + (" interpreted" if how["interpret"] else "")
 
     @staticmethod
     def _abstract_results(p: _OpPlan, env: dict, program) -> None:
@@ -517,7 +551,7 @@ class XlaCompiled(CompiledEngine):
         ctx_shape = tuple(m.out.type.get_shape())
         try:
             with jax.named_scope("attention_" + "_".join(by_index[i].scope for i in m.ops)):
-                packed = xla_attention.packed_qkv(m, env, self.program) if len(m.out.type.get_shape()) == 4 \
+                packed = xla_attention.packed_qkv(m, env, self.program, platform) if len(m.out.type.get_shape()) == 4 \
                     and xla_attention.SPLIT_PACKED else None
                 if packed is not None:
                     out = xla_attention.run(*packed, **how, btnh=True)
@@ -650,8 +684,12 @@ class XlaCompiled(CompiledEngine):
             except Exception as exc:  # the emitted text did not parse, or this jax has no module to replace
                 relower, why = None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
         if relower is not None and self._attention:  # emitted op by op, as the jax path's unfused patterns
+            from tripy_lab.engine import xla_attention
+
+            small = self.device.platform != "cpu" and xla_attention.MODE == "auto"
             self.report.notes.append(f"{label}: attention 0 of {len(self._attention)} pattern(s) fused "
-                                     "(StableHLO emitted op by op)")
+                                     + ("(scores below xla_attention.FUSE_MIN_SCORES: " if small else "(")
+                                     + "StableHLO emitted op by op)")
         if relower is not None:  # if XLA refuses the emitted module, _compile traces instead
             relower.traced = lambda: self._traced_lowering(dims, signature, avals, label)
         else:
@@ -673,11 +711,12 @@ class XlaCompiled(CompiledEngine):
         def relower(options):
             jitted = jax.jit(fn, compiler_options=options or None)
             lowered = jitted.lower(*avals)
-            if fn.fusions and not noted:
-                noted.append(True)
-                fused = [f for f in fn.fusions if f != "unfused"]
-                self.report.notes.append(f"{label}: attention {len(fused)} of {len(fn.fusions)} pattern(s) fused"
-                                         + (f" ({', '.join(sorted(set(fused)))})" if fused else ""))
+            for what, done in (("attention", fn.fusions), ("linear + GELU", fn.linear_fusions)):
+                if done and what not in noted:
+                    noted.append(what)
+                    fused = [f for f in done if f != "unfused"]
+                    self.report.notes.append(f"{label}: {what} {len(fused)} of {len(done)} pattern(s) fused"
+                                             + (f" ({', '.join(sorted(set(fused)))})" if fused else ""))
             return jitted, lowered
 
         return relower

@@ -21,8 +21,9 @@ When q, k and v are slices of one packed projection (``x @ W + b`` reshaped to [
 transposed), they are computed as one GEMM each, in the [B, T, H, D] layout the kernel reads
 (``SPLIT_PACKED``), instead of slicing copies out of the packed result.
 
-``MODE``: "auto" (cuDNN on GPUs for f16/bf16, otherwise unfused), "cudnn", "xla" (jax's own
-implementation: fused at the jax level; the CPU tests use it to check the rewrite), or "off".
+``MODE``: "auto" (cuDNN on GPUs for f16/bf16 when the scores have at least ``FUSE_MIN_SCORES``
+elements, otherwise unfused), "cudnn", "xla" (jax's own implementation: fused at the jax level; the CPU
+tests use it to check the rewrite), or "off".
 """
 
 from __future__ import annotations
@@ -36,6 +37,23 @@ MODE = "auto"
 # fused kernel's layout directly (the packed GEMM and its slice copies are then dead code for XLA)
 SPLIT_PACKED = True
 _SWAP_LAST = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2), 5: (0, 1, 2, 4, 3)}
+# "auto" fuses only attention whose scores (batch x heads x T x S) have at least this many elements. Below
+# it XLA's own fusions of the unfused ops are as fast or faster, and the whole program stays in one CUDA
+# graph (a cuDNN call splits XLA's command buffer). GPT-2 small on the H200 (benchmarks/README.md, back-to-
+# back calls, unfused vs cuDNN): B1 T128 (0.2 M scores) 0.52 vs 0.58-0.79 ms, B1 T256 (0.8 M) 0.57 vs
+# 0.67 ms, B4 T256 and B1 T512 (3.1 M) equal, B8 T512 (25 M) 3.44 vs 2.71 ms.
+FUSE_MIN_SCORES = 1 << 21
+
+
+def scores_size(m: Match, shapes) -> int:
+    """Elements of the attention scores of ``m``, given the shapes of q and k (``shapes[value]``)."""
+    q, k = shapes(m.q), shapes(m.k)
+    return int(np.prod(q[:-1], dtype=np.int64)) * int(k[-2])
+
+
+def auto_fuses(mode: str, platform: str) -> bool:
+    """Whether ``mode`` may fuse attention on ``platform`` (then by size, for "auto")."""
+    return mode not in ("off",) and not (mode == "auto" and platform == "cpu")
 
 
 @dataclass
@@ -214,7 +232,7 @@ def plan(m: Match, env: dict, device_platform: str, mode: str | None = None, pro
     low = dt in (np.dtype(np.float16), np.dtype("bfloat16"))
     impl = mode
     if mode == "auto":
-        if device_platform == "cpu" or not low:
+        if device_platform == "cpu" or not low or scores_size(m, lambda v: env[v].shape) < FUSE_MIN_SCORES:
             return None
         impl = "cudnn"
     if impl == "cudnn" and (not low or device_platform == "cpu"):
@@ -305,20 +323,58 @@ def _packed_projection(value, env, program):
     return mm, x, w.reshape(x.shape[-1], three, h, d), bias, int(list(start)[0])
 
 
-def packed_qkv(m: Match, env, program):
+def packed_qkv(m: Match, env, program, platform: str = "cpu"):
     """q, k, v as [B, T, H, D] computed straight from a packed projection (one GEMM each, written in the
-    layout the fused kernel reads, so no slice copies), or None when they do not come from one."""
+    layout the fused kernel reads, so no slice copies), or None when they do not come from one.
+
+    Where the Linear kernel applies (``xla_linear.MODE``: CUDA, f16/bf16, tiles that divide), one kernel
+    computes the three with their bias, each into its own array; otherwise three einsums (which XLA's dot
+    merger merges into one GEMM again, followed by a bias-add and slice copy for each)."""
     import jax.numpy as jnp
 
     found = [_packed_projection(x, env, program) for x in (m.q, m.k, m.v)]
     if any(f is None for f in found) or len({id(f[0]) for f in found}) != 1:
         return None
+    fused = _packed_by_kernel(found, env, platform)
+    if fused is not None:
+        return fused
     out = []
     prec = "highest" if np.dtype(found[0][1].dtype) == np.float32 else None
     for _, x, w, bias, i in found:
         y = jnp.einsum("btc,chd->bthd", x, w[:, i], precision=prec)
         out.append(y if bias is None else y + bias[i])
     return out
+
+
+def _packed_by_kernel(found, env, platform):
+    """q, k, v from one ``xla_pallas.linear`` call with ``parts=3``, or None where it does not apply."""
+    import jax.numpy as jnp
+
+    from tripy_lab.engine import xla_linear, xla_pallas
+
+    mode = xla_linear.MODE
+    if mode == "off" or (mode == "auto" and platform != "gpu"):
+        return None
+    mm, x, w, bias, _ = found[0]
+    din, three, h, d = w.shape
+    if bias is None or sorted(f[4] for f in found) != list(range(three)):
+        return None
+    dt = np.dtype(x.dtype)
+    if dt not in xla_pallas.dtypes(mode) or np.dtype(w.dtype) != dt or np.dtype(bias.dtype) != dt:
+        return None
+    rows, n = int(np.prod(x.shape[:-1])), three * h * d
+    if xla_pallas.tiles_for(rows, n, din, parts=three) is None:
+        return None
+    src = xla_linear.weight_source(mm.input1) if _attr(mm, "op1", "kNONE") == "kNONE" else mm.input1
+    src = env.get(src) if src is not None else None
+    if src is not None and tuple(src.shape[-2:]) == (n, din):  # W [N, K] as given: no transposed copy of W
+        wk, w_nk = jnp.asarray(src).reshape(n, din), True
+    else:
+        wk, w_nk = jnp.asarray(w).reshape(din, n), False
+    parts = xla_pallas.linear(jnp.asarray(x).reshape(rows, din), wk, jnp.asarray(bias).reshape(n), w_nk=w_nk,
+                              parts=three, interpret=mode == "interpret")
+    b, t = x.shape[:2]
+    return [parts[f[4]].reshape(b, t, h, d) for f in found]
 
 
 def run(q, k, v, scale: float, causal: bool, implementation: str, btnh: bool = False):

@@ -23,15 +23,25 @@ def direct_lowering(engine, shapes, dims, pnames, signature, avals):
     if why := replacement_works():
         return None, why
     mode = xla_attention.MODE
-    if engine._attention and not (mode == "off" or (mode == "auto" and engine.device.platform == "cpu")):
-        return None, f"{len(engine._attention)} attention pattern(s) may be fused (xla_attention.MODE={mode!r})"
+    small_scores = None  # "auto" on a GPU: emitted op by op unless some attention's scores are big enough to fuse
+    if engine._attention and xla_attention.auto_fuses(mode, engine.device.platform):
+        if mode != "auto":
+            return None, f"{len(engine._attention)} attention pattern(s) may be fused (xla_attention.MODE={mode!r})"
+        op_at = {p.index: p.op for p in engine._plans}
+        small_scores = {op_at[i].results[0]: m for m in engine._attention.values()
+                        for i in m.ops if op_at[i].name == "tensorrt.softmax"}
+    from tripy_lab.engine import xla_linear
+
+    lmode = xla_linear.MODE
+    if engine._linear and not (lmode == "off" or (lmode == "auto" and engine.device.platform != "gpu")):
+        return None, f"{len(engine._linear)} linear + GELU pattern(s) may be fused (xla_linear.MODE={lmode!r})"
     from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE
 
     missing = sorted({p.op.name for p in engine._plans if TABLE.get(p.op.name, FALLBACK) == FALLBACK})
     if missing:
         return None, f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not emitted natively"
     try:
-        text, outs = emit_stablehlo(engine, shapes, dims, pnames)
+        text, outs = emit_stablehlo(engine, shapes, dims, pnames, small_scores)
     except Fallback as exc:
         return None, str(exc)
     jax = engine._jax
@@ -54,8 +64,10 @@ def direct_lowering(engine, shapes, dims, pnames, signature, avals):
     relower.text = text  # what the store's key hashes (the module's StableHLO, locations included)
     return relower, ""
 
-def emit_stablehlo(engine, shapes, dims, pnames):
-    """The StableHLO text of one signature and its output values (``xla_emit``)."""
+def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
+    """The StableHLO text of one signature and its output values (``xla_emit``). ``small_scores``: the
+    softmax results of attention patterns that must stay below ``FUSE_MIN_SCORES`` (else Fallback: the
+    jax path fuses them)."""
     from tripy_lab.engine.xla_emit import Emitter, Fallback, Val, module_text
     from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE, val
     from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, OpContext, constant_value, type_info
@@ -99,6 +111,8 @@ def emit_stablehlo(engine, shapes, dims, pnames):
                 except Exception as exc:  # an emitter bug must not break the build: the jax path runs it
                     raise Fallback(f"{op.name}: {type(exc).__name__}: {exc}") from exc
             for res, r in zip(op.results, results):
+                if small_scores and res in small_scores:
+                    _check_small(small_scores[res], env, r)
                 want, dt = type_info(res.type)
                 if type(r) is Val:
                     if len(want) != r.ndim or any(w is not None and w != g for w, g in zip(want, r.shape)) \
@@ -110,3 +124,12 @@ def emit_stablehlo(engine, shapes, dims, pnames):
     outs = [val(em, env[v]) for v in engine._outputs]
     em.ret(outs)
     return module_text(pnames, args, em.lines), outs
+
+
+def _check_small(m, env, scores) -> None:
+    from tripy_lab.engine import xla_attention
+    from tripy_lab.engine.xla_emit import Fallback
+
+    n = xla_attention.scores_size(m, lambda v: env[v].shape)
+    if n >= xla_attention.FUSE_MIN_SCORES and np.dtype(scores.dtype) in (np.float16, np.dtype("bfloat16")):
+        raise Fallback(f"an attention's scores have {n} elements (>= xla_attention.FUSE_MIN_SCORES): fused by jax")

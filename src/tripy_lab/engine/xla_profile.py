@@ -120,7 +120,7 @@ class CallTimes:
     wall_s: list[float]  # host wall time of each profiled call() + sync()
 
 
-_LIBRARY_KINDS = ("cuBLAS", "cuDNN", "custom call", "library", "attention")
+_LIBRARY_KINDS = ("cuBLAS", "cuDNN", "custom call", "library", "attention", "Pallas")
 
 
 def _sanitized(name: str) -> str:

@@ -1,0 +1,144 @@
+"""A Linear layer and its GELU, run as one GPU kernel (``xla_pallas.linear``) instead of XLA's GEMM + pass.
+
+The pattern, as ``tp.Linear`` followed by ``tp.gelu`` lowers::
+
+    wt = tensorrt.transpose W                              -- optional (W [N, K]; or matrix_multiply op1)
+    w  = tensorrt.reshape wt -> [1, .., K, N]              -- optional, leading 1s only
+    y  = tensorrt.matrix_multiply x, w                     -- x [..., K]
+    y  = tensorrt.element_wise <kSUM> (y, b)               -- b [.., N] (leading 1s)
+    o  = tensorrt.activation {kGELU_ERF} y
+
+Every intermediate must have one use. ``find`` matches the structure; ``plan`` decides while tracing, with
+the values known: CUDA, f16 or bf16, a tile configuration dividing M x N x K. Otherwise the ops run one by
+one, so the rewrite changes how, never what (the kernel rounds once, after the f32 bias add and GELU,
+where XLA rounds the GEMM's and the add's results to f16 first: differences within an f16 ulp).
+
+``MODE``: "off" (the default), "auto" (Pallas on GPUs), or "interpret" (Pallas's interpreter, on any
+backend: the CPU tests check the rewrite with it). Off by default because it does not win: on the H200,
+GPT-2 small at B8 T1024 (``benchmarks/gpt_options.py``, ``pallas_linear`` vs ``defaults``) ran 5.67 vs
+5.30 ms with the first tile table and 5.31 vs 5.30 ms with the swept one: the Triton GEMM reaches
+300-450 TFLOP/s where cuBLAS reaches 700, which costs what the GELU pass and the q/k/v slice copies it
+saves cost. At B1 T128 it gained over cuDNN attention (0.53 vs 0.58 ms), but XLA's own fusions of the
+unfused attention, emitted natively, do better still (0.50 ms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MODE = "off"
+
+
+@dataclass
+class Match:
+    ops: list[int]  # indices into program.ops() of the matmul, the add and the activation
+    removed: list[int]  # the matmul and the add (their results only feed the pattern)
+    shape_read: list[int]  # always empty: a pattern whose values a tensorrt.shape reads is not matched
+    x: object
+    w: object  # the matmul's second operand
+    w_source: object | None  # W [N, K] before its transpose (read instead of w, which is W^T), or None
+    bias: object
+    act: str
+    out: object
+
+
+def _producer(value):
+    owner = getattr(value, "owner", None)
+    return owner if getattr(owner, "name", "").startswith("tensorrt.") else None
+
+
+def _attr(op, name, default=None):
+    from tripy_lab.mlir.dialect import attr_value
+
+    v = attr_value(op, name)
+    return default if v is None else v
+
+
+def _one_use(value) -> bool:
+    return len(list(value.uses)) == 1
+
+
+def weight_source(w):
+    """W [N, K] when ``w`` is ``reshape(transpose(W))`` (or ``transpose(W)``) adding only leading 1s."""
+    op = _producer(w)
+    if op is not None and op.name == "tensorrt.reshape":
+        shape = tuple(w.type.get_shape())
+        inner = tuple(op.input.type.get_shape())
+        if len(inner) != 2 or shape[-2:] != inner or any(d != 1 for d in shape[:-2]):
+            return None
+        op = _producer(op.input)
+    if op is None or op.name != "tensorrt.transpose" or tuple(_attr(op, "permutation", ())) != (1, 0):
+        return None
+    return op.input
+
+
+def find(ops: list) -> list[Match]:
+    index = {id(op): i for i, op in enumerate(ops)}
+    out = []
+    for op in ops:
+        if op.name != "tensorrt.activation" or str(_attr(op, "activationType", "")) != "kGELU_ERF":
+            continue
+        add = _producer(op.input)
+        if add is None or add.name != "tensorrt.element_wise" or _attr(add, "elementwiseOperation") != "kSUM" \
+                or not _one_use(op.input):
+            continue
+        a, b = add.input1, add.input2
+        mm = _producer(a)
+        if mm is None or mm.name != "tensorrt.matrix_multiply":
+            mm, a, b = _producer(b), b, a
+        if mm is None or mm.name != "tensorrt.matrix_multiply" or not _one_use(a) \
+                or _attr(mm, "op0", "kNONE") != "kNONE" or _attr(mm, "op1", "kNONE") not in ("kNONE", "kTRANSPOSE"):
+            continue
+        x, w = mm.input0, mm.input1
+        xs, ws, bs = (tuple(v.type.get_shape()) for v in (x, w, b))
+        if len(ws) < 2 or any(d != 1 for d in ws[:-2]) or len(xs) < 2 or any(d != 1 for d in bs[:-1]):
+            continue
+        if _attr(mm, "op1", "kNONE") == "kTRANSPOSE":  # the operand is W [N, K] itself
+            src = None if len(ws) != 2 else w
+            w_is_nk = True
+        else:
+            src, w_is_nk = weight_source(w), False
+        if w_is_nk and src is None:
+            continue
+        out.append(Match(sorted(index[id(o)] for o in (mm, add, op)), sorted([index[id(mm)], index[id(add)]]), [],
+                         x, w, src, b, "gelu_erf", op.results[0]))
+    return out
+
+
+def plan(m: Match, env: dict, device_platform: str, mode: str | None = None) -> dict | None:
+    """Keyword arguments for ``run`` with the values in ``env``, or None: run the ops one by one."""
+    from tripy_lab.engine import xla_pallas
+
+    mode = MODE if mode is None else mode
+    if mode == "off" or (mode == "auto" and device_platform != "gpu"):
+        return None
+    x, w, b = env[m.x], env[m.w], env[m.bias]
+    if isinstance(x, np.ndarray):  # folded in numpy while tracing: nothing to fuse
+        return None
+    dt = np.dtype(x.dtype)
+    if dt not in xla_pallas.dtypes(mode) or np.dtype(w.dtype) != dt or np.dtype(b.dtype) != dt:
+        return None
+    k, n = int(w.shape[-2]), int(w.shape[-1])
+    if int(x.shape[-1]) != k or int(np.prod(b.shape)) != n:
+        return None
+    rows = int(np.prod(x.shape[:-1]))
+    if xla_pallas.tiles_for(rows, n, k) is None:
+        return None
+    return {"act": m.act, "interpret": mode == "interpret"}
+
+
+def run(m: Match, env: dict, act: str, interpret: bool):
+    import jax.numpy as jnp
+
+    from tripy_lab.engine import xla_pallas
+
+    x, b = env[m.x], env[m.bias]
+    k = int(x.shape[-1])
+    src = env.get(m.w_source) if m.w_source is not None else None
+    w, w_nk = (src, True) if src is not None else (env[m.w], False)  # W [N, K]: no transpose copy of W
+    w = jnp.asarray(w).reshape(w.shape[-2:])
+    y = xla_pallas.linear(jnp.asarray(x).reshape(-1, k), w, jnp.asarray(b).reshape(-1), w_nk=w_nk, act=act,
+                          interpret=interpret)
+    return y.reshape((*x.shape[:-1], y.shape[-1]))
