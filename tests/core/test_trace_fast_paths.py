@@ -233,3 +233,16 @@ def test_renumbering_keeps_user_names_and_rejects_clashes():
 
     with pytest.raises(TripyException, match="same name: 'x'"):
         pipeline.trace(clash, args=[tp.InputInfo((2,), tp.float32)])
+
+
+def test_tensor_pairs_skip_conversions_but_keep_rank_matching_and_checks():
+    def f(x, y):
+        return x + y, y * x, tp.maximum(x, y)
+
+    trace = pipeline.trace(f, args=[tp.InputInfo((2, 3), tp.float32), tp.InputInfo((3,), tp.float32)]).trace
+    kinds = [op.kind for op in trace.ops]
+    assert kinds.count("reshape") == 3 and [t.shape for t in trace.outputs] == [(2, 3)] * 3
+    with pytest.raises(TripyException, match="same data type"):
+        pipeline.trace(lambda x, y: x + y, args=[tp.InputInfo((2,), tp.float32), tp.InputInfo((2,), tp.float16)])
+    with pytest.raises(TripyException, match="not broadcastable"):
+        pipeline.trace(lambda x, y: x * y, args=[tp.InputInfo((2,), tp.float32), tp.InputInfo((3,), tp.float32)])

@@ -158,6 +158,11 @@ def test_name_loc_equals_the_verified_constructor():
         assert loc == NameLoc(StringAttr("%t7"), inner) and hash(loc) == hash(NameLoc(StringAttr("%t7"), inner))
         loc.verify()
         assert str(loc) == str(NameLoc(StringAttr("%t7"), inner))
+    # one immutable StringAttr per name, shared by the locations of every program; each location its own child
+    a, b = attrs.name_loc("%t8", child), attrs.name_loc("%t8", UnknownLoc())
+    assert a.desc is b.desc and a.desc == StringAttr("%t8") and a != b and a.location is child
+    with pytest.raises(AttributeError):
+        a.desc.data = "%t9"
 
 
 def test_origin_text_is_the_listing_at_lowering_time():
