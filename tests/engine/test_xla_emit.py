@@ -74,6 +74,10 @@ PROGRAMS = {
                       (F32, F16)),
     "batched_matmul": (lambda a, b: a @ tp.permute(b, (0, 2, 1)), [(2, 3, 5), (2, 4, 5)], (F32, F16)),
     "batched_matmul_4d": (lambda a, b: a @ b, [(2, 2, 3, 5), (2, 2, 5, 4)], (F32, BF16)),
+    # batch dims of 1 broadcast (a Linear on [B, T, K]: the weight is [1, K, N]), squeezed as jnp.matmul does
+    "broadcast_matmul": (lambda a, b: (a @ b, tp.transpose(b, 2, 3) @ tp.transpose(a, 2, 3)), [(2, 3, 4, 5), (1, 3, 5, 4)], (F32, F16)),
+    "broadcast_matmul_mixed": (lambda a, b: a @ b, [(2, 1, 4, 5), (1, 3, 5, 6)], (F32, BF16)),
+    "linear_3d": (lambda a, b: a @ tp.reshape(tp.transpose(b[0], 0, 1), (1, 5, 3)), [(4, 3, 5), (1, 3, 5)], (F32,)),
     "shapes": (lambda a, b: (tp.reshape(a, (-1, 3)), tp.permute(b, (1, 0)), tp.unsqueeze(a, 1),
                              tp.concatenate([a, b], dim=1), tp.expand(a[:, :1], (4, 6)), a[1:3, ::2], a[::-1, 4:0:-2],
                              tp.flip(b, dim=1),

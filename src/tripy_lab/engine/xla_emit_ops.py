@@ -341,8 +341,8 @@ def _matrix_multiply(op, args, ctx, em):
     op0, op1 = ctx.attr("op0", "kNONE"), ctx.attr("op1", "kNONE")
     if "kVECTOR" in (op0, op1):
         return [_vector_matmul(em, a, b, op0, op1)]
-    if a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
-        raise Fallback("matrix_multiply with vectors or broadcast batch dims")
+    if a.ndim < 2 or a.ndim != b.ndim:
+        raise Fallback("matrix_multiply with vectors or operands of different ranks")
     if not is_float(a.dtype):
         raise Fallback(f"matrix_multiply on {np.dtype(a.dtype).name}")
     _same_dtype(a, b)
@@ -351,16 +351,43 @@ def _matrix_multiply(op, args, ctx, em):
         a = transpose(em, a, swap)
     if op1 == "kTRANSPOSE":
         b = transpose(em, b, swap)
-    n = a.ndim
-    batch = list(range(n - 2))
+    return [_batched_matmul(em, a, b)]
+
+
+def _batched_matmul(em, a: Val, b: Val) -> Val:
+    """``jnp.matmul`` of two rank-n operands whose batch dims are equal or 1, as jax lowers it: a batch dim
+    of 1 on one side is squeezed and becomes a free dim of the other operand, the shared ones are dot
+    batch dims, and the result is transposed back into the batch order."""
+    nb = a.ndim - 2
+    a_sq, b_sq, a_batch, b_batch, idx_batch, idx_a, idx_b = [], [], [], [], [], [], []
+    for i, (da, db) in enumerate(zip(a.shape[:nb], b.shape[:nb])):
+        if da == 1:
+            idx_b.append(i)
+            a_sq.append(len(idx_batch) + len(idx_a) + len(a_sq))
+        elif db == 1:
+            idx_a.append(i)
+            b_sq.append(len(idx_batch) + len(idx_b) + len(b_sq))
+        elif da == db:
+            a_batch.append(len(idx_batch) + len(idx_a))
+            b_batch.append(len(idx_batch) + len(idx_b))
+            idx_batch.append(i)
+        else:
+            raise Fallback(f"matrix_multiply batch dims {a.shape[:nb]} and {b.shape[:nb]}")
+    idx_a.append(nb)
+    idx_b.append(nb + 1)
+    a = reshape(em, a, [d for k, d in enumerate(a.shape) if k not in a_sq])
+    b = reshape(em, b, [d for k, d in enumerate(b.shape) if k not in b_sq])
     prec = "HIGHEST" if np.dtype(a.dtype) == np.float32 else "DEFAULT"  # exact f32, like the jax translation
-    dims = (f"#stablehlo.dot<lhs_batching_dimensions = [{', '.join(map(str, batch))}], rhs_batching_dimensions = "
-            f"[{', '.join(map(str, batch))}], lhs_contracting_dimensions = [{n - 1}], "
-            f"rhs_contracting_dimensions = [{n - 2}]>")
+    dims = (f"#stablehlo.dot<lhs_batching_dimensions = [{', '.join(map(str, a_batch))}], rhs_batching_dimensions = "
+            f"[{', '.join(map(str, b_batch))}], lhs_contracting_dimensions = [{a.ndim - 1}], "
+            f"rhs_contracting_dimensions = [{b.ndim - 2}]>")
     attrs = {"dot_dimension_numbers": dims,
              "precision_config": f"[#stablehlo<precision {prec}>, #stablehlo<precision {prec}>]"}
-    shape = tuple(a.shape[:-1]) + (b.shape[-1],)
-    return [em.op("stablehlo.dot_general", [a, b], shape, a.dtype, attrs, prim="dot_general")]
+    free_a = [d for k, d in enumerate(a.shape[:-1]) if k not in a_batch]
+    free_b = [d for k, d in enumerate(b.shape) if k not in b_batch and k != b.ndim - 2]
+    shape = tuple(a.shape[k] for k in a_batch) + tuple(free_a) + tuple(free_b)
+    out = em.op("stablehlo.dot_general", [a, b], shape, a.dtype, attrs, prim="dot_general")
+    return transpose(em, out, np.argsort(np.array(idx_batch + idx_a + idx_b)))
 
 
 def _dot(em, a, b, lhs: int, rhs: int, shape) -> Val:
