@@ -84,16 +84,19 @@ _F32_MAX = float(np.finfo(np.float32).max)
 def scalar_constant(value, dt: dtypes.dtype, rank: int = 0, loc=None) -> Tensor:
     """A Python number as a constant of ``dt``; ``rank`` > 0: reshaped to ``rank`` ones, the ops that
     ``match_ranks`` would add (a shape constant and a reshape), made here with one location look-up."""
-    # never a raw OverflowError or a silent inf; the message is formatted only for a number that does not fit
-    if isinstance(value, (int, float, np.integer, np.floating)) and not fits_python_number(value, dt):
-        check_python_values(value, dt, where=f"For a Python number used with {dt} data")
-    npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
     kind = type(value)
-    if (kind is int and npdt.kind in "iu") or (kind in (int, float) and npdt == _F32 and abs(value) <= _F32_MAX):
-        array = np.asarray(value, dtype=npdt)  # checked above: cannot overflow
+    if kind is float and dt is dtypes.float32 and -_F32_MAX <= value <= _F32_MAX:  # x * 2.0: fits, nothing to check
+        array = np.asarray(value, dtype=_F32)
     else:
-        with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
-            array = np.asarray(value, dtype=npdt)
+        # never a raw OverflowError or a silent inf; the message is formatted only for a number that does not fit
+        if isinstance(value, (int, float, np.integer, np.floating)) and not fits_python_number(value, dt):
+            check_python_values(value, dt, where=f"For a Python number used with {dt} data")
+        npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
+        if (kind is int and npdt.kind in "iu") or (kind in (int, float) and npdt == _F32 and abs(value) <= _F32_MAX):
+            array = np.asarray(value, dtype=npdt)  # checked above: cannot overflow
+        else:
+            with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
+                array = np.asarray(value, dtype=npdt)
     if loc is None:
         loc = user_location()
     # what constant() and the rank-matching reshape make, with the shapes their rules give

@@ -24,6 +24,7 @@ from tripy_lab.frontend.checks import (
     operand,
 )
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
+from tripy_lab.trace.optable import OPS, record
 
 
 def match_ranks(*tensors: Tensor) -> list[Tensor]:
@@ -75,11 +76,13 @@ def _binary(fn: str, kind: str, lhs, rhs, allowed=NUMERIC_B, reflected: bool = F
 
 def _with_scalar(fn: str, kind: str, a: Tensor, b: Tensor, allowed, loc) -> Tensor:
     """The rest of ``_binary`` for a Tensor and a Python int or float, which ``operand`` made with the Tensor's
-    dtype (never bool: it refuses ints and floats for bool tensors) and rank: the same checks and the same ops as
-    the general path, with one location look-up."""
+    dtype (never bool: it refuses ints and floats for bool tensors) and rank: the same checks and the same op as
+    the general path, with one location look-up. ``b`` has ``a``'s dtype by construction (check_same_dtype
+    passes) and is not a shape value, so ``make`` would fold nothing: the op is recorded with the rule's type."""
     check_dtype(fn, "self", a, allowed)
-    check_same_dtype(fn, ("self", "other"), (a, b))
-    return make1(kind, [a, b], None, loc)
+    ins = [a.trace_tensor, b.trace_tensor]
+    ((shape, dt),) = OPS[kind].rule(ins, {})
+    return Tensor._wrap(record(kind, ins, tuple(shape), dt, {}, loc))
 
 
 def add(a, b):
