@@ -8,7 +8,7 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.source import user_location
 from tripy_lab.frontend.tensor import NUMPY_OF, Tensor, check_python_values, constant, fits_python_number, wrap
 from tripy_lab.trace import TraceTensor, apply
-from tripy_lab.trace.optable import record
+from tripy_lab.trace.optable import OPS, record
 
 # Shape arithmetic on known values is folded at trace time, so static shapes stay constants.
 _FOLD = {
@@ -68,6 +68,16 @@ _tensor = Tensor._wrap
 
 def make1(kind: str, inputs, params: dict | None = None, loc=None) -> Tensor:
     return make(kind, inputs, params, loc)[0]
+
+
+def make_plain(kind: str, ins: list[TraceTensor], loc=None) -> Tensor:
+    """``make1(kind, ins)`` for a one-output op without params whose inputs are not all shape values: then ``make``
+    folds nothing and marks nothing as a shape, so the op is recorded with its rule's type and wrapped as a plain
+    Tensor (element-wise math: most ops of a program)."""
+    if loc is None:
+        loc = user_location()
+    ((shape, dt),) = OPS[kind].rule(ins, {})
+    return _tensor(record(kind, ins, tuple(shape), dt, {}, loc))
 
 
 def shape_constant(values) -> Tensor:

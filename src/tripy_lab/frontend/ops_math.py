@@ -10,7 +10,7 @@ from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.core.source import user_location
 from tripy_lab.frontend import ops_shape
-from tripy_lab.frontend.build import make1
+from tripy_lab.frontend.build import make1, make_plain
 from tripy_lab.frontend.checks import (
     FLOAT,
     NUMERIC,
@@ -24,7 +24,6 @@ from tripy_lab.frontend.checks import (
     operand,
 )
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
-from tripy_lab.trace.optable import OPS, record
 
 
 def match_ranks(*tensors: Tensor) -> list[Tensor]:
@@ -71,6 +70,9 @@ def _binary(fn: str, kind: str, lhs, rhs, allowed=NUMERIC_B, reflected: bool = F
         # TensorRT's element-wise layer rejects i1 here: compute in int8.
         out = make1(kind, [cast(a, D.int8), cast(b, D.int8)])
         return out if out.dtype is D.bool else cast(out, D.bool)
+    ta, tb = a.trace_tensor, b.trace_tensor
+    if not (ta.is_shape and tb.is_shape):  # shape arithmetic (both shape values) folds in make
+        return make_plain(kind, [ta, tb])
     return make1(kind, [a, b])
 
 
@@ -78,11 +80,9 @@ def _with_scalar(fn: str, kind: str, a: Tensor, b: Tensor, allowed, loc) -> Tens
     """The rest of ``_binary`` for a Tensor and a Python int or float, which ``operand`` made with the Tensor's
     dtype (never bool: it refuses ints and floats for bool tensors) and rank: the same checks and the same op as
     the general path, with one location look-up. ``b`` has ``a``'s dtype by construction (check_same_dtype
-    passes) and is not a shape value, so ``make`` would fold nothing: the op is recorded with the rule's type."""
+    passes) and is not a shape value: ``make_plain`` makes what ``make`` would."""
     check_dtype(fn, "self", a, allowed)
-    ins = [a.trace_tensor, b.trace_tensor]
-    ((shape, dt),) = OPS[kind].rule(ins, {})
-    return Tensor._wrap(record(kind, ins, tuple(shape), dt, {}, loc))
+    return make_plain(kind, [a.trace_tensor, b.trace_tensor], loc)
 
 
 def add(a, b):
@@ -161,7 +161,8 @@ def logical_or(a, b):
 def _unary(fn: str, kind: str, x, allowed=FLOAT) -> Tensor:
     check_tensor(fn, "input", x)
     check_dtype(fn, "input", x, allowed)
-    return make1(kind, [x])
+    tt = x.trace_tensor
+    return make1(kind, [x]) if tt.is_shape else make_plain(kind, [tt])
 
 
 def exp(input):  # noqa: A002 - tripy's parameter name
