@@ -246,3 +246,42 @@ def test_tensor_pairs_skip_conversions_but_keep_rank_matching_and_checks():
         pipeline.trace(lambda x, y: x + y, args=[tp.InputInfo((2,), tp.float32), tp.InputInfo((2,), tp.float16)])
     with pytest.raises(TripyException, match="not broadcastable"):
         pipeline.trace(lambda x, y: x * y, args=[tp.InputInfo((2,), tp.float32), tp.InputInfo((3,), tp.float32)])
+
+
+def _mixed(x, i, s):
+    """Unary and binary ops on plain tensors, 0-d int32 tensors that are not shape values, shape values with
+    tensors (DimensionSize + Tensor) and shape values together (folded in make)."""
+    d = x.shape[0]
+    outs = [tp.exp(x) * 2.0 > x, tp.sqrt(abs(x)) ** 2.0 - x, -i + i, i * 3 - 1, s * d, d * 2 + d, (d + 1) * s]
+    return [tp.cast(o, tp.float32) if o.dtype is not tp.float32 else o for o in outs]
+
+
+def _mixed_listing():
+    args = [tp.InputInfo(((1, 2, 4), 3), tp.float32), tp.InputInfo((), tp.int32), tp.InputInfo((), tp.int32)]
+    traced = pipeline.trace(_mixed, args=args)
+    ops = traced.trace.ops
+    return str(traced.trace), [(op.kind, op.location, [(t.is_shape, t.value is None) for t in op.outputs])
+                               for op in ops]
+
+
+def _as_internal(source_text: str, namespace: dict):
+    """A function compiled under build.py's file name: user_location skips its frame, as it skips tripy_lab's."""
+    from tripy_lab.frontend import build
+
+    return eval(compile(source_text, build.__file__, "eval"), namespace)  # noqa: S307 - a fixed test snippet
+
+
+def test_plain_ops_make_what_make_makes(monkeypatch):
+    from tripy_lab.frontend import build, ops_math
+
+    made = []
+    counted = _as_internal("lambda kind, ins, loc=None: made.append(kind) or make_plain(kind, ins, loc)",
+                           {"made": made, "make_plain": build.make_plain})
+    monkeypatch.setattr(ops_math, "make_plain", counted)
+    fast = _mixed_listing()
+    assert set(made) >= {"exp", "mul", "greater", "sqrt", "abs", "pow", "sub", "neg", "add"}
+    monkeypatch.setattr(ops_math, "make_plain", _as_internal("lambda kind, ins, loc=None: make1(kind, ins, None, loc)",
+                                                             {"make1": build.make1}))
+    slow = _mixed_listing()
+    assert fast == slow
+    assert all(loc.file == __file__ for _, loc, _ in fast[1])  # each op at a line of _mixed
