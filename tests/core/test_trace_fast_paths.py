@@ -285,3 +285,19 @@ def test_plain_ops_make_what_make_makes(monkeypatch):
     slow = _mixed_listing()
     assert fast == slow
     assert all(loc.file == __file__ for _, loc, _ in fast[1])  # each op at a line of _mixed
+
+
+def test_auto_names_past_the_shared_list_are_formatted(monkeypatch):
+    from tripy_lab.trace import graph
+
+    monkeypatch.setattr(graph, "_AUTO_NAMES", [])
+    monkeypatch.setattr(graph, "_AUTO_NAMES_LIMIT", 5)
+
+    def f(x):
+        for _ in range(4):
+            x = x * 2.0
+        return x
+
+    trace = pipeline.trace(f, args=[tp.InputInfo((2,), tp.float32)]).trace
+    assert [t.name for op in trace.ops for t in op.outputs] == [f"%t{i}" for i in range(16)]
+    assert graph._AUTO_NAMES == [f"%t{i}" for i in range(5)]

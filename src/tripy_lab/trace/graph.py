@@ -33,9 +33,9 @@ class Trace:
         for op in self.ops:
             for t in op.outputs:
                 if t.name.startswith("%t"):
-                    if counter >= len(names):
-                        names.extend(f"%t{i}" for i in range(len(names), 2 * counter + 64))
-                    t.name = names[counter]
+                    if counter >= len(names) and counter < _AUTO_NAMES_LIMIT:
+                        names.extend(f"%t{i}" for i in range(len(names), min(2 * counter + 64, _AUTO_NAMES_LIMIT)))
+                    t.name = names[counter] if counter < len(names) else f"%t{counter}"
                     counter += 1
                 if by_name.setdefault(t.name, t) is not t:  # _claim, inlined: every tensor
                     self._claim(by_name, t)
@@ -158,6 +158,7 @@ class Trace:
 
 # "%t0", "%t1", ...: shared by every Trace (renumbering formats no name twice)
 _AUTO_NAMES: list[str] = []
+_AUTO_NAMES_LIMIT = 1 << 16  # bounded: bigger programs format their later names on the fly
 # C0 controls (but newline) and DEL cannot appear in the SVG (XML 1.0): show their Unicode control pictures.
 _PICTURES = {c: chr(0x2400 + c) for c in range(0x20) if c != 0x0A} | {0x7F: "\u2421"}
 _INVALID = re.compile("[\ud800-\udfff\ufffe\uffff]")  # lone surrogates and non-characters
