@@ -39,6 +39,32 @@ VARIANTS = {
     "no_dot_merger+no_triton_gemm+cublaslt": {"xla_disable_hlo_passes": "dot-merger",
                                               "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True},
     "triton_gemm_any": {"xla_gpu_triton_gemm_any": True},
+    # Hopper features of XLA's Triton GEMMs (TMA loads, warp specialization), and cuDNN GEMM fusions
+    # (a cuDNN graph may take the GEMM's element-wise epilogue)
+    "triton_tma": {"xla_gpu_experimental_enable_triton_tma": True},
+    "triton_warp_spec": {"xla_gpu_experimental_enable_triton_tma": True,
+                         "xla_gpu_experimental_enable_triton_warp_specialization": True},
+    "cudnn_gemm_fusion_1": {"xla_gpu_cudnn_gemm_fusion_level": 1},
+    "cudnn_gemm_fusion_2": {"xla_gpu_cudnn_gemm_fusion_level": 2},
+    "cudnn_gemm_fusion_3": {"xla_gpu_cudnn_gemm_fusion_level": 3},
+    "triton_heroless": {"xla_gpu_experimental_enable_triton_heroless_priority_fusion": True},
+    "heroless+cmdbuf_lt": {"xla_gpu_experimental_enable_triton_heroless_priority_fusion": True,
+                           "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL"},
+    "heroless+cmdbuf_all": {"xla_gpu_experimental_enable_triton_heroless_priority_fusion": True,
+                            "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"},
+    "cmdbuf_lt": {"xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL"},
+    "graph_min_1": {"xla_gpu_graph_min_graph_size": 1},
+    # what a call costs between two back-to-back executions (command buffer updates for new buffer addresses);
+    # xla_gpu_temp_buffer_use_separate_color crashed this jaxlib (no allocator for memory space 2)
+    "exclusive_lock": {"xla_gpu_require_exclusive_lock": True},
+    # the lm head's N = 50257: XLA pads it to a multiple of 8 for cuBLAS (and slices the padded logits)
+    "no_cublas_pad": {"xla_disable_hlo_passes": "cublas-pad-for-gemms"},
+    "no_cublas_pad+no_triton_gemm": {"xla_disable_hlo_passes": "cublas-pad-for-gemms",
+                                     "xla_gpu_enable_triton_gemm": False},
+    "no_cublas_pad+heroless": {"xla_disable_hlo_passes": "cublas-pad-for-gemms",
+                               "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True},
+    "triton_multi_output": {"xla_gpu_unsupported_enable_triton_multi_output_fusion": True},
+    "generic_triton_gemm": {"xla_gpu_unsupported_enable_generic_triton_emitter_for_gemms": True},
     "no_command_buffer": {"xla_gpu_enable_command_buffer": ""},
     # keys starting with "_" are ours, not XLA's: "_attention" sets xla_attention.MODE for the variant
     "attention_off": {"_attention": "off"},
