@@ -109,3 +109,195 @@ def test_pairwise_broadcast_matches_the_rule():
     assert broadcast_shapes((2, None), (1, 4), (2, 1)) == (2, 4)
     with pytest.raises(TripyException, match="not broadcastable"):
         broadcast_shapes((2, 3), (3, 3))
+
+
+# ---- a Python number next to a Tensor: operand and rank matching in one step, one location look-up ----
+def _scalar_programs():
+    def f32(x):
+        return (x * 2.0 + 1) - (0.5 * x) / 3 + (1 - x)  # both sides, int and float numbers
+
+    def ints(i):
+        return (i * 3 + 2) - (7 - i) // 2
+
+    def halves(h):
+        return h * 70000.0 + 1.5  # beyond float16: inf, as a cast (the same op either way)
+
+    def scalar(s):
+        return s * 2.0 - 1.0  # rank 0: no reshape
+
+    return [(f32, tp.InputInfo((2, 3), tp.float32)), (ints, tp.InputInfo((4,), tp.int32)),
+            (halves, tp.InputInfo((1, 2, 2), tp.float16)), (scalar, tp.InputInfo((), tp.float32))]
+
+
+def _listing(fn, info):
+    traced = pipeline.trace(fn, args=[info])
+    ops = traced.trace.ops
+    text = traced.lower().program  # the MLIR too, with its locations
+    from tripy_lab.mlir.text import print_module
+
+    return (str(traced.trace), [(op.kind, op.location, [t.is_shape for t in op.outputs]) for op in ops],
+            print_module(text.module, locations=True))
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_scalar_operand_fast_path_makes_the_general_paths_ops(monkeypatch, index):
+    from tripy_lab.frontend import ops_math
+
+    fn, info = _scalar_programs()[index]
+    fast = _listing(fn, info)
+    monkeypatch.setattr(ops_math, "_PY_NUMBERS", ())  # every number through _as_dim, operand, match_ranks
+    slow = _listing(fn, info)
+    assert fast == slow
+    if info.static_shape():
+        assert "reshape" in fast[0]  # ranks were matched
+    ops = pipeline.trace(fn, args=[info]).trace.ops
+    assert {op.location.line for op in ops if op.kind != "constant"} == {fn.__code__.co_firstlineno + 1}
+    assert all(op.location.function == fn.__name__ for op in ops)
+
+
+@pytest.mark.parametrize(("fn", "dt", "match"), [
+    (lambda x: x * 1.5, tp.int32, "Refusing to automatically cast 'float32' argument to 'int32'"),
+    (lambda x: 2.5 - x, tp.int8, "Refusing to automatically cast 'float32' argument to 'int8'"),
+    (lambda x: x + 1, tp.bool, "Refusing to automatically cast 'int32' argument to 'bool'"),
+    (lambda x: x * 300, tp.int8, "Value 300 does not fit in int8"),
+    (lambda x: x * 1e39, tp.float32, "not representable in float32"),
+    (lambda x: x ** 2, tp.int32, "Invalid inputs for function: '__pow__'"),
+])
+def test_scalar_operand_fast_path_keeps_the_errors(monkeypatch, fn, dt, match):
+    from tripy_lab.frontend import ops_math
+
+    errors = []
+    for numbers in (ops_math._PY_NUMBERS, ()):
+        monkeypatch.setattr(ops_math, "_PY_NUMBERS", numbers)
+        with pytest.raises(TripyException, match=match) as info:
+            pipeline.trace(fn, args=[tp.InputInfo((2,), dt)])
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    assert __file__ in errors[0]  # at the user's line
+
+
+# ---- the Trace's topological order: a recursive post-order walk, written out here as the definition ----
+def _recursive_order(outputs, inputs):
+    order, done = [], set()
+
+    def visit(op):
+        if op in done:
+            return
+        for t in op.inputs:
+            if t.producer is not None and all(t is not i for i in inputs):
+                visit(t.producer)
+        done.add(op)
+        order.append(op)
+
+    for t in outputs:
+        if t.producer is not None and all(t is not i for i in inputs):
+            visit(t.producer)
+    return order
+
+
+def test_topological_order_is_the_recursive_walk():
+    rng = np.random.default_rng(0)
+    ops = [lambda a, b: a + b, lambda a, b: a * 2.0, lambda a, b: tp.exp(a), lambda a, b: a - b]
+    for trial in range(30):
+        n_ops, reverse = int(rng.integers(1, 25)), bool(trial % 2)
+
+        def f(x, y, n_ops=n_ops, reverse=reverse):
+            pool = [x, y]
+            for _ in range(n_ops):
+                a, b = (pool[int(i)] for i in rng.integers(0, len(pool), 2))
+                pool.append(ops[int(rng.integers(4))](a, b))
+            picks = sorted({int(i) for i in rng.integers(0, len(pool), int(rng.integers(1, 4)))}, reverse=reverse)
+            return [pool[i] for i in picks]
+
+        trace = pipeline.trace(f, args=[tp.InputInfo((2,), tp.float32)] * 2).trace
+        assert trace.ops == _recursive_order(trace.outputs, trace.inputs)
+        names = [t.name for op in trace.ops for t in op.outputs]
+        assert names == [f"%t{i}" for i in range(len(names))]  # renumbered in program order
+
+
+def test_renumbering_keeps_user_names_and_rejects_clashes():
+    def f(x):
+        y = tp.exp(x)
+        y.name = "mine"
+        return y + 1.0
+
+    trace = pipeline.trace(f, args=[tp.InputInfo((2,), tp.float32)]).trace
+    assert [t.name for op in trace.ops for t in op.outputs] == ["mine", "%t0", "%t1", "%t2", "%t3"]
+
+    def clash(x):
+        y = tp.exp(x)
+        y.name = "%t9"  # looks auto-named: renumbered like one
+        z = tp.exp(y)
+        z.name = "x"  # the input's name
+        return z
+
+    with pytest.raises(TripyException, match="same name: 'x'"):
+        pipeline.trace(clash, args=[tp.InputInfo((2,), tp.float32)])
+
+
+def test_tensor_pairs_skip_conversions_but_keep_rank_matching_and_checks():
+    def f(x, y):
+        return x + y, y * x, tp.maximum(x, y)
+
+    trace = pipeline.trace(f, args=[tp.InputInfo((2, 3), tp.float32), tp.InputInfo((3,), tp.float32)]).trace
+    kinds = [op.kind for op in trace.ops]
+    assert kinds.count("reshape") == 3 and [t.shape for t in trace.outputs] == [(2, 3)] * 3
+    with pytest.raises(TripyException, match="same data type"):
+        pipeline.trace(lambda x, y: x + y, args=[tp.InputInfo((2,), tp.float32), tp.InputInfo((2,), tp.float16)])
+    with pytest.raises(TripyException, match="not broadcastable"):
+        pipeline.trace(lambda x, y: x * y, args=[tp.InputInfo((2,), tp.float32), tp.InputInfo((3,), tp.float32)])
+
+
+def _mixed(x, i, s):
+    """Unary and binary ops on plain tensors, 0-d int32 tensors that are not shape values, shape values with
+    tensors (DimensionSize + Tensor) and shape values together (folded in make)."""
+    d = x.shape[0]
+    outs = [tp.exp(x) * 2.0 > x, tp.sqrt(abs(x)) ** 2.0 - x, -i + i, i * 3 - 1, s * d, d * 2 + d, (d + 1) * s]
+    return [tp.cast(o, tp.float32) if o.dtype is not tp.float32 else o for o in outs]
+
+
+def _mixed_listing():
+    args = [tp.InputInfo(((1, 2, 4), 3), tp.float32), tp.InputInfo((), tp.int32), tp.InputInfo((), tp.int32)]
+    traced = pipeline.trace(_mixed, args=args)
+    ops = traced.trace.ops
+    return str(traced.trace), [(op.kind, op.location, [(t.is_shape, t.value is None) for t in op.outputs])
+                               for op in ops]
+
+
+def _as_internal(source_text: str, namespace: dict):
+    """A function compiled under build.py's file name: user_location skips its frame, as it skips tripy_lab's."""
+    from tripy_lab.frontend import build
+
+    return eval(compile(source_text, build.__file__, "eval"), namespace)  # noqa: S307 - a fixed test snippet
+
+
+def test_plain_ops_make_what_make_makes(monkeypatch):
+    from tripy_lab.frontend import build, ops_math
+
+    made = []
+    counted = _as_internal("lambda kind, ins, loc=None: made.append(kind) or make_plain(kind, ins, loc)",
+                           {"made": made, "make_plain": build.make_plain})
+    monkeypatch.setattr(ops_math, "make_plain", counted)
+    fast = _mixed_listing()
+    assert set(made) >= {"exp", "mul", "greater", "sqrt", "abs", "pow", "sub", "neg", "add"}
+    monkeypatch.setattr(ops_math, "make_plain", _as_internal("lambda kind, ins, loc=None: make1(kind, ins, None, loc)",
+                                                             {"make1": build.make1}))
+    slow = _mixed_listing()
+    assert fast == slow
+    assert all(loc.file == __file__ for _, loc, _ in fast[1])  # each op at a line of _mixed
+
+
+def test_auto_names_past_the_shared_list_are_formatted(monkeypatch):
+    from tripy_lab.trace import graph
+
+    monkeypatch.setattr(graph, "_AUTO_NAMES", [])
+    monkeypatch.setattr(graph, "_AUTO_NAMES_LIMIT", 5)
+
+    def f(x):
+        for _ in range(4):
+            x = x * 2.0
+        return x
+
+    trace = pipeline.trace(f, args=[tp.InputInfo((2,), tp.float32)]).trace
+    assert [t.name for op in trace.ops for t in op.outputs] == [f"%t{i}" for i in range(16)]
+    assert graph._AUTO_NAMES == [f"%t{i}" for i in range(5)]

@@ -61,14 +61,24 @@ def _structure(op):
             len(op.regions), len(op.successors), sorted(vars(op)))
 
 
+def _generic_new_op(cls, operands, result_type, properties):
+    op = cls.__new__(cls)
+    IRDLOperation.__init__(op, operands=list(operands), result_types=[result_type], properties=dict(properties))
+    return op
+
+
 def test_planned_ops_equal_generic_builder(monkeypatch):
+    from tripy_lab.mlir import lowering
+
     fast = lower_zoo().program
     monkeypatch.setattr(ops_base, "build_planned", lambda *args: False)  # every op through irdl_op_init
+    monkeypatch.setattr(lowering, "new_op", _generic_new_op)  # also the ones the lowering builds directly
     slow = lower_zoo().program
     fast_ops, slow_ops = fast.ops(), slow.ops()
     planned = {type(op) for op in fast_ops if op_builder._PLANS.get(type(op)) is not None}
+    # plain, optional, segments, variadic, 2 results
     assert {trt.ElementWiseOp, trt.ReshapeOp, trt.SliceOp, trt.ConcatenationOp, trt.LinspaceOp,
-            trt.ConvolutionOp, trt.TopKOp, trt.ConstantOp} <= planned  # plain, optional, segments, variadic, 2 results
+            trt.ConvolutionOp, trt.TopKOp, trt.ConstantOp, trt.UnaryOp, trt.ActivationOp} <= planned
     assert len(fast_ops) == len(slow_ops) > 40
     for a, b in zip(fast_ops, slow_ops):
         assert _structure(a) == _structure(b), a.name
@@ -148,6 +158,11 @@ def test_name_loc_equals_the_verified_constructor():
         assert loc == NameLoc(StringAttr("%t7"), inner) and hash(loc) == hash(NameLoc(StringAttr("%t7"), inner))
         loc.verify()
         assert str(loc) == str(NameLoc(StringAttr("%t7"), inner))
+    # one immutable StringAttr per name, shared by the locations of every program; each location its own child
+    a, b = attrs.name_loc("%t8", child), attrs.name_loc("%t8", UnknownLoc())
+    assert a.desc is b.desc and a.desc == StringAttr("%t8") and a != b and a.location is child
+    with pytest.raises(AttributeError):
+        a.desc.data = "%t9"
 
 
 def test_origin_text_is_the_listing_at_lowering_time():
@@ -201,3 +216,111 @@ def test_planned_builder_fills_defaults_and_segments_like_irdl():
         IRDLOperation.__init__(slow, operands=operands, result_types=results, properties=dict(props))
         assert _structure(fast) == _structure(slow), cls.name
     assert len(fast.properties) == len(slow.properties)
+
+
+# ---- block linking and the constant shortcut of the lowering (issue 12 part 5) ----
+def consts(x):
+    """Constants of each kind the lowering emits: Python numbers, shapes, small and big arrays of several dtypes,
+    a non-contiguous array, bools (emitted as i32 and cast), a big splat, a weight used twice."""
+    big = tp.Tensor(np.arange(2048, dtype=np.float32).reshape(2, 1024))
+    t = tp.Tensor(np.arange(6, dtype=np.float32).reshape(3, 2).T)  # a transposed view
+    h = tp.cast(x[:, :2] * 2.0, tp.float16) + tp.Tensor(np.array([[1.5, -2.0]], np.float16))
+    i = tp.Tensor(np.array([3, 4], np.int64)) * 2
+    b = tp.where(tp.Tensor([True, False]), x[0, :2], x[1, :2])
+    s = tp.Tensor(np.full((2, 1024), 0.5, np.float32)) + big + big
+    return h, i, b, s, t + x[:, :3], tp.Tensor(np.int8(-3)) * 2
+
+
+def _lower_consts():
+    return pipeline.trace(consts, args=[tp.InputInfo((2, 4), F32)]).lower().program
+
+
+def _walk(block):
+    forward, op = [], block.first_op
+    while op is not None:
+        forward.append(op)
+        op = op.next_op
+    backward, op = [], block.last_op
+    while op is not None:
+        backward.append(op)
+        op = op.prev_op
+    return forward, backward[::-1]
+
+
+@pytest.mark.parametrize("make", [lower_zoo, _lower_consts])
+def test_linked_block_and_constant_shortcut_equal_the_generic_paths(monkeypatch, make):
+    from tripy_lab.core.arrays import to_host
+    from tripy_lab.mlir import lowering
+
+    program = make()
+    program = getattr(program, "program", program)
+
+    def plain_add(self, op):  # Block.add_op, with its checks
+        op.location = self.location
+        self.block.add_op(op)
+        return op
+
+    monkeypatch.setattr(lowering._Ctx, "add", plain_add)
+    monkeypatch.setattr(lowering._Deferred, "emit", lambda self: self.ctx.constant(
+        to_host(self.op.params["value"]), self.op.params["dtype"]))
+    monkeypatch.setattr(lowering, "new_op", _generic_new_op)
+    slow = make()
+    slow = getattr(slow, "program", slow)
+    block, slow_block = program.main().body.block, slow.main().body.block
+    forward, backward = _walk(block)
+    assert forward == backward == list(block.ops) and all(op.parent is block for op in forward)
+    assert len(forward) == len(list(slow_block.ops)) > 20
+    for a, b in zip(forward, _walk(slow_block)[0]):
+        assert _structure(a) == _structure(b), a.name
+    for key in [dict(generic=True, locations=True), dict(locations=True)]:
+        assert mlir_text.print_module(program.module, resources=program.resources, **key) == \
+            mlir_text.print_module(slow.module, resources=slow.resources, **key)
+    program.module.verify()
+    # the block stays editable through xDSL's own API
+    first = forward[0]
+    first.detach()
+    block.insert_op_before(first, block.first_op)
+    assert _walk(block)[0] == forward
+
+
+def test_constant_shortcut_values_match_the_reference_run():
+    program = _lower_consts()
+    kinds = {str(op.properties["weights"].type) for op in program.ops() if op.name == "tensorrt.constant"}
+    assert {"tensor<1x2xf16>", "tensor<2xi64>", "tensor<2xi32>", "tensor<2x3xf32>", "tensor<2x1024xf32>"} <= kinds
+    exe = tp.compile(consts, args=[tp.InputInfo((2, 4), F32)], engine="reference")
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    h, i, b, s, t, c = (np.asarray(o) for o in exe(tp.Tensor(x)))
+    np.testing.assert_array_equal(h, (x[:, :2] * 2).astype(np.float16) + np.array([[1.5, -2.0]], np.float16))
+    np.testing.assert_array_equal(i, [6, 8])
+    np.testing.assert_array_equal(b, [x[0, 0], x[1, 1]])
+    big = np.arange(2048, dtype=np.float32).reshape(2, 1024)
+    np.testing.assert_array_equal(s, 0.5 + big + big)
+    np.testing.assert_array_equal(t, np.arange(6, dtype=np.float32).reshape(3, 2).T + x[:, :3])
+    assert c.tolist() == -6
+
+
+def test_file_locations_follow_each_source_location():
+    def f(x):
+        y = x * 2.0
+        z = tp.exp(y)
+        return z + y
+
+    lowered = pipeline.trace(f, args=[tp.InputInfo((2,), F32)]).lower()
+    for op in lowered.program.ops():
+        origin = lowered.program.origin_of(op)
+        loc = op.location.location
+        assert (loc.filename.data, loc.line.data, loc.column.data) == (
+            origin.location.file, origin.location.line, origin.location.col + 1), op.name
+    lines = {op.location.location.line.data for op in lowered.program.ops()}
+    assert lines == {f.__code__.co_firstlineno + k for k in (1, 2, 3)}
+
+
+def test_new_op_refuses_what_it_cannot_build():
+    x = trt.ConstantOp(np.ones((2,), np.float32), "f32").results[0]
+    t = attrs.tensor_type((2,), "f32")
+    with pytest.raises(TypeError, match="SliceOp"):  # operand segments
+        op_builder.new_op(trt.SliceOp, (x,), t, {})
+    with pytest.raises(TypeError, match="ElementWiseOp with 1 operands"):
+        op_builder.new_op(trt.ElementWiseOp, (x,), t, {})
+    with pytest.raises(TypeError, match="TopKOp"):  # two results
+        op_builder.new_op(trt.TopKOp, (x,), t, {})

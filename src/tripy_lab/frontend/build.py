@@ -6,8 +6,9 @@ import numpy as np
 
 from tripy_lab.core import dtypes
 from tripy_lab.core.source import user_location
-from tripy_lab.frontend.tensor import NUMPY_OF, Tensor, check_python_values, constant, wrap
+from tripy_lab.frontend.tensor import NUMPY_OF, Tensor, check_python_values, constant, fits_python_number, wrap
 from tripy_lab.trace import TraceTensor, apply
+from tripy_lab.trace.optable import OPS, record
 
 # Shape arithmetic on known values is folded at trace time, so static shapes stay constants.
 _FOLD = {
@@ -28,11 +29,15 @@ def _fold(kind: str, ins: list[TraceTensor], params: dict):
     return None
 
 
-def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = None) -> list[Tensor]:
-    """Record one op; returns its outputs as Tensors (DimensionSize for 0-d shape values)."""
+def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = None, loc=None) -> list[Tensor]:
+    """Record one op; returns its outputs as Tensors (DimensionSize for 0-d shape values).
+
+    ``loc``: the user's line when the caller already looked it up (one frontend call, one line: no second
+    stack walk); else it is looked up here."""
     ins = [t.trace_tensor if isinstance(t, Tensor) else t for t in inputs]
     params = params or {}
-    loc = user_location()
+    if loc is None:
+        loc = user_location()
     shape_values = bool(ins)
     for t in ins:  # a loop, not all(...): this runs for every op
         if not t.is_shape:
@@ -50,13 +55,29 @@ def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = No
         if identity is not None and int(ins[1].value) == identity and ins[0].shape == ins[1].shape:
             return [wrap(ins[0])]
     outs = apply(kind, ins, params, loc)
+    if not shape_values and kind not in _SHAPE_KINDS:  # no shape value (is_shape stays False): plain Tensors
+        return [_tensor(o) for o in outs]
     for out in outs:
-        out.is_shape = (shape_values or kind in ("shape", "get_dim")) and out.dtype is dtypes.int32 and out.rank <= 1
+        out.is_shape = out.dtype is dtypes.int32 and out.rank <= 1
     return [wrap(o) for o in outs]
 
 
-def make1(kind: str, inputs, params: dict | None = None) -> Tensor:
-    return make(kind, inputs, params)[0]
+_SHAPE_KINDS = ("shape", "get_dim")
+_tensor = Tensor._wrap
+
+
+def make1(kind: str, inputs, params: dict | None = None, loc=None) -> Tensor:
+    return make(kind, inputs, params, loc)[0]
+
+
+def make_plain(kind: str, ins: list[TraceTensor], loc=None) -> Tensor:
+    """``make1(kind, ins)`` for a one-output op without params whose inputs are not all shape values: then ``make``
+    folds nothing and marks nothing as a shape, so the op is recorded with its rule's type and wrapped as a plain
+    Tensor (element-wise math: most ops of a program)."""
+    if loc is None:
+        loc = user_location()
+    ((shape, dt),) = OPS[kind].rule(ins, {})
+    return _tensor(record(kind, ins, tuple(shape), dt, {}, loc))
 
 
 def shape_constant(values) -> Tensor:
@@ -70,14 +91,33 @@ _F32 = np.dtype(np.float32)
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
-def scalar_constant(value, dt: dtypes.dtype) -> Tensor:
-    if isinstance(value, (int, float, np.integer, np.floating)):  # never a raw OverflowError or a silent inf
-        check_python_values(value, dt, where=f"For a Python number used with {dt} data")
-    npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
+def scalar_constant(value, dt: dtypes.dtype, rank: int = 0, loc=None) -> Tensor:
+    """A Python number as a constant of ``dt``; ``rank`` > 0: reshaped to ``rank`` ones, the ops that
+    ``match_ranks`` would add (a shape constant and a reshape), made here with one location look-up."""
     kind = type(value)
-    if (kind is int and npdt.kind in "iu") or (kind in (int, float) and npdt == _F32 and abs(value) <= _F32_MAX):
-        array = np.asarray(value, dtype=npdt)  # checked above: cannot overflow
+    if kind is float and dt is dtypes.float32 and -_F32_MAX <= value <= _F32_MAX:  # x * 2.0: fits, nothing to check
+        array = np.asarray(value, dtype=_F32)
     else:
-        with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
-            array = np.asarray(value, dtype=npdt)
-    return wrap(constant(array, dt, user_location()))
+        # never a raw OverflowError or a silent inf; the message is formatted only for a number that does not fit
+        if isinstance(value, (int, float, np.integer, np.floating)) and not fits_python_number(value, dt):
+            check_python_values(value, dt, where=f"For a Python number used with {dt} data")
+        npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
+        if (kind is int and npdt.kind in "iu") or (kind in (int, float) and npdt == _F32 and abs(value) <= _F32_MAX):
+            array = np.asarray(value, dtype=npdt)  # checked above: cannot overflow
+        else:
+            with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
+                array = np.asarray(value, dtype=npdt)
+    if loc is None:
+        loc = user_location()
+    # what constant() and the rank-matching reshape make, with the shapes their rules give
+    out = record("constant", [], array.shape, dt, {"value": array, "dtype": dt}, loc)
+    if rank:
+        ones = _ONES.get(rank)
+        ones = np.ones(rank, dtype=np.int32) if ones is None else ones.copy()  # each constant owns its array
+        shape = record("constant", [], (rank,), dtypes.int32, {"value": ones, "dtype": dtypes.int32}, loc)
+        shape.value, shape.is_shape = ones, True
+        out = record("reshape", [out, shape], (1,) * rank, dt, {}, loc)
+    return wrap(out)
+
+
+_ONES = {rank: np.ones(rank, dtype=np.int32) for rank in range(1, 9)}

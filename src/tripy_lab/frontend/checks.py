@@ -98,8 +98,9 @@ def norm_dims(fn: str, dims, rank: int) -> list[int]:
     return out
 
 
-def operand(fn: str, param: str, value, like: dtypes.dtype) -> Tensor:
-    """A Tensor for ``value``; Python scalars take the dtype ``like`` (lossy casts are refused)."""
+def operand(fn: str, param: str, value, like: dtypes.dtype, rank: int = 0, loc=None) -> Tensor:
+    """A Tensor for ``value``; Python scalars take the dtype ``like`` (lossy casts are refused) and, with ``rank``,
+    are reshaped to that rank (see ``scalar_constant``); ``loc``: the user's line, when already looked up."""
     if isinstance(value, Tensor):
         if isinstance(value, DimensionSize) and like is not D.int32 and value.dtype is not like:
             from tripy_lab.frontend import ops_math
@@ -107,17 +108,17 @@ def operand(fn: str, param: str, value, like: dtypes.dtype) -> Tensor:
             return ops_math.cast(value, like)
         return value
     if isinstance(value, (bool, np.bool_)):
-        return scalar_constant(value, like)
+        return scalar_constant(value, like, rank, loc)
     if isinstance(value, (int, np.integer)):
         if like is D.bool:
             raise_error(f"Refusing to automatically cast 'int32' argument to '{like}'.",
                         [f"For parameter: '{param}' of '{fn}', got: {value!r}."])
-        return scalar_constant(value, like)
+        return scalar_constant(value, like, rank, loc)
     if isinstance(value, (float, np.floating)):
         if like not in (D.float32, D.float16, D.bfloat16, D.float8):
             raise_error(f"Refusing to automatically cast 'float32' argument to '{like}'.",
                         [f"For parameter: '{param}' of '{fn}', got: {value!r}."])
-        return scalar_constant(value, like)
+        return scalar_constant(value, like, rank, loc)
     raise_error(f"Could not find an implementation for function: '{fn}'.",
                 [f"For parameter: '{param}', expected a Tensor or a Python number "
                  f"but got argument of type: '{type(value).__name__}'."])

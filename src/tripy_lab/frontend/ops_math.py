@@ -8,8 +8,9 @@ import numpy as np
 
 from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
+from tripy_lab.core.source import user_location
 from tripy_lab.frontend import ops_shape
-from tripy_lab.frontend.build import make1
+from tripy_lab.frontend.build import make1, make_plain
 from tripy_lab.frontend.checks import (
     FLOAT,
     NUMERIC,
@@ -39,24 +40,49 @@ def _as_dim(value, other):
     return value
 
 
+_PY_NUMBERS = (int, float)
+
+
 def _binary(fn: str, kind: str, lhs, rhs, allowed=NUMERIC_B, reflected: bool = False) -> Tensor:
-    lhs, rhs = _as_dim(lhs, rhs), _as_dim(rhs, lhs)
-    if isinstance(lhs, Tensor):
-        a = lhs
-        b = operand(fn, "other", rhs, a.dtype)
+    if not reflected and type(lhs) is Tensor and type(rhs) in _PY_NUMBERS:  # x * 2.0: the most common call
+        loc = user_location()
+        return _with_scalar(fn, kind, lhs, operand(fn, "other", rhs, lhs.dtype, lhs.rank, loc), allowed, loc)
+    if not reflected and type(rhs) is Tensor and type(lhs) in _PY_NUMBERS:  # 2.0 * x
+        loc = user_location()
+        return _with_scalar(fn, kind, operand(fn, "self", lhs, rhs.dtype, rhs.rank, loc), rhs, allowed, loc)
+    if type(lhs) is Tensor and type(rhs) is Tensor:  # x + y: nothing for _as_dim or operand to convert
+        a, b = lhs, rhs
     else:
-        b = check_tensor(fn, "other", rhs)
-        a = operand(fn, "self", lhs, b.dtype)
+        lhs, rhs = _as_dim(lhs, rhs), _as_dim(rhs, lhs)
+        if isinstance(lhs, Tensor):
+            a = lhs
+            b = operand(fn, "other", rhs, a.dtype)
+        else:
+            b = check_tensor(fn, "other", rhs)
+            a = operand(fn, "self", lhs, b.dtype)
     if reflected:
         a, b = b, a
     check_dtype(fn, "self", a, allowed)
     check_same_dtype(fn, ("self", "other"), (a, b))
-    a, b = match_ranks(a, b)
+    if a.rank != b.rank:
+        a, b = match_ranks(a, b)
     if a.dtype is D.bool and kind not in ("logical_or",):
         # TensorRT's element-wise layer rejects i1 here: compute in int8.
         out = make1(kind, [cast(a, D.int8), cast(b, D.int8)])
         return out if out.dtype is D.bool else cast(out, D.bool)
+    ta, tb = a.trace_tensor, b.trace_tensor
+    if not (ta.is_shape and tb.is_shape):  # shape arithmetic (both shape values) folds in make
+        return make_plain(kind, [ta, tb])
     return make1(kind, [a, b])
+
+
+def _with_scalar(fn: str, kind: str, a: Tensor, b: Tensor, allowed, loc) -> Tensor:
+    """The rest of ``_binary`` for a Tensor and a Python int or float, which ``operand`` made with the Tensor's
+    dtype (never bool: it refuses ints and floats for bool tensors) and rank: the same checks and the same op as
+    the general path, with one location look-up. ``b`` has ``a``'s dtype by construction (check_same_dtype
+    passes) and is not a shape value: ``make_plain`` makes what ``make`` would."""
+    check_dtype(fn, "self", a, allowed)
+    return make_plain(kind, [a.trace_tensor, b.trace_tensor], loc)
 
 
 def add(a, b):
@@ -135,7 +161,8 @@ def logical_or(a, b):
 def _unary(fn: str, kind: str, x, allowed=FLOAT) -> Tensor:
     check_tensor(fn, "input", x)
     check_dtype(fn, "input", x, allowed)
-    return make1(kind, [x])
+    tt = x.trace_tensor
+    return make1(kind, [x]) if tt.is_shape else make_plain(kind, [tt])
 
 
 def exp(input):  # noqa: A002 - tripy's parameter name

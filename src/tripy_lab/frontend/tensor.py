@@ -59,10 +59,10 @@ def check_python_values(data, dt: dtypes.dtype, where: str = "For parameter: 'da
     """Raise for the first Python number in ``data`` that ``dt`` cannot hold: an int outside an integer dtype's
     range; a finite float beyond float32's range for a float dtype (Python floats become float32 first, as in
     nvtripy; narrower floats then overflow to inf as a cast does, docs/SEMANTICS.md)."""
+    if fits_python_number(data, dt):
+        return
     npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
     check = npdt if npdt.kind in "iu" else np.dtype(np.float32) if issubclass(dt, dtypes.floating) else None
-    if check is None or _fits_scalar(data, check):
-        return
     for v in np.asarray(data, dtype=object).reshape(-1):
         if isinstance(v, (bool, np.bool_)) or not _does_not_fit(v, check):
             continue
@@ -81,6 +81,17 @@ def check_python_values(data, dt: dtypes.dtype, where: str = "For parameter: 'da
 _F32_MAX = float(np.finfo(np.float32).max)
 NUMPY_OF: dict[dtypes.dtype, np.dtype] = {d: dtypes.to_numpy(d) for d in dtypes.ALL}  # per scalar operand
 _INT_RANGES: dict[np.dtype, tuple[int, int]] = {}
+
+
+def fits_python_number(data, dt: dtypes.dtype) -> bool:
+    """True when ``check_python_values(data, dt)`` has nothing to check: ``dt`` is not an integer or float dtype,
+    or ``data`` is one Python number well inside its range (every ``x * 2``: no numpy, no message formatted)."""
+    npdt = NUMPY_OF.get(dt) or dtypes.to_numpy(dt)
+    check = npdt if npdt.kind in "iu" else _F32_DTYPE if issubclass(dt, dtypes.floating) else None
+    return check is None or _fits_scalar(data, check)
+
+
+_F32_DTYPE = np.dtype(np.float32)
 
 
 def _fits_scalar(data, check: np.dtype) -> bool:

@@ -163,6 +163,7 @@ def file_loc(file: str, line: int, col: int) -> FileLineColLoc:
 
 
 _FILE_LOCS: dict[tuple, FileLineColLoc] = {}
+_NAMES: dict[str, StringAttr] = {}
 _DESC, _CHILD = (f for f, _ in NameLoc.get_irdl_definition().parameters)  # ("desc", "location")
 _new, _set = object.__new__, object.__setattr__
 
@@ -172,8 +173,11 @@ def name_loc(name: str, child: FileLineColLoc | UnknownLoc) -> NameLoc:
     (~4 us per op of a lowering), which check only what the types here guarantee: a string and a location."""
     if type(name) is not str or type(child) not in (FileLineColLoc, UnknownLoc):
         return NameLoc(StringAttr(name), child)
-    desc = _new(StringAttr)
-    _set(desc, "data", name)
+    desc = _NAMES.get(name)
+    if desc is None:  # every program names its ops %t0, %t1, ...: one immutable StringAttr per name
+        desc = _new(StringAttr)
+        _set(desc, "data", name)
+        _remember(_NAMES, name, desc)
     loc = _new(NameLoc)
     _set(loc, _DESC, desc)
     _set(loc, _CHILD, child)
@@ -198,8 +202,9 @@ def dense_elements(array: np.ndarray | Sequence | float | int, mlir_elem: str) -
     (element type, source dtype, shape, bytes); attributes are immutable, so sharing is invisible."""
     arr = np.asarray(array)
     key = None
-    if arr.size <= _SMALL_ELEMENTS and arr.dtype.kind in "biuf":
-        key = (mlir_elem, arr.dtype.str, arr.shape, arr.tobytes())
+    dt = arr.dtype
+    if arr.size <= _SMALL_ELEMENTS and dt.kind in "biuf":
+        key = (mlir_elem, dt, arr.shape, arr.tobytes())  # dt, not dt.str (~0.4 us): equal dtypes, equal bytes
         hit = _SMALL_DENSE.get(key)
         if hit is not None:
             return hit

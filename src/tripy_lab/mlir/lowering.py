@@ -22,34 +22,69 @@ from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.mlir import dialect as trt
 from tripy_lab.mlir.attrs import file_loc, name_loc
 from tripy_lab.mlir.lowering_nn import LOWERING_NN
+from tripy_lab.mlir.op_builder import new_op
 from tripy_lab.mlir.program import MlirProgram, OpOrigin
 from tripy_lab.trace import OPS, Trace, TraceOp
 
 
 def tensor_type(shape, dt: dtypes.dtype):
+    """The shared ``tensor<...>`` of a trace tensor's shape and dtype (one look-up: every op asks)."""
+    if type(shape) is tuple:
+        hit = _TYPES.get((shape, dt))
+        if hit is None:
+            hit = trt.tensor_type(shape, dt.mlir)
+            if len(_TYPES) >= 1 << 15:
+                _TYPES.clear()
+            _TYPES[(shape, dt)] = hit
+        return hit
     return trt.tensor_type(tuple(shape), dt.mlir)
 
 
+_TYPES: dict[tuple, object] = {}  # (shape, dtype) -> TensorType: immutable values, shared like attrs' own cache
+
+
+_first = tuple.__getitem__  # op.results[0] without SSAValues.__getitem__ (a Python method): every op asks
+
+
 class _Ctx:
-    """Lowering state: SSA values of trace tensors, the block being filled, resource blobs."""
+    """Lowering state: SSA values of trace tensors (keyed by the tensor: they hash by identity), the block being
+    filled, resource blobs."""
 
     def __init__(self, block: Block, location):
         self.block = block
-        self.values: dict[int, object] = {}
+        self.values: dict = {}
         self.location = location
         self.resources: dict[str, bytes] = {}
         self._buffers: dict[tuple, object] = {}
 
     def add(self, op):
+        """Append ``op`` to the block under the current location. A fresh op without regions (every op the
+        lowering makes) is linked in directly: ``Block.add_op``'s checks (no parent yet, the block not inside
+        the op) hold by construction, and they were ~1.5 us an op (test_lowering_fast_paths checks the links)."""
         op.location = self.location
-        self.block.add_op(op)
+        block = self.block
+        if op.parent is not None or op.regions:
+            block.add_op(op)
+            return op
+        op.parent = block
+        last = block._last_op  # noqa: SLF001 - xDSL is pinned (pyproject.toml)
+        if last is None:
+            block._first_op = op  # noqa: SLF001
+        else:
+            last._next_op = op  # noqa: SLF001
+            op._prev_op = last  # noqa: SLF001
+        block._last_op = op  # noqa: SLF001
         return op
+
+    def result(self, op):
+        """``add(op).results[0]``."""
+        return _first(self.add(op).results, 0)
 
     def value(self, tt):
         """SSA value of a trace tensor; constants are emitted here, at first use as an operand (with its location)."""
-        v = self.values[id(tt)]
+        v = self.values[tt]
         if type(v) is _Deferred:
-            v = self.values[id(tt)] = v.emit()
+            v = self.values[tt] = v.emit()
         return v
 
     def i32_const(self, values):
@@ -85,7 +120,13 @@ class _Deferred:
         self.ctx, self.op = ctx, op
 
     def emit(self):
-        return self.ctx.constant(to_host(self.op.params["value"]), self.op.params["dtype"])
+        params = self.op.params
+        value, dt = params["value"], params["dtype"]
+        if type(value) is np.ndarray and value.size <= config.inline_constant_limit and dt is not dtypes.bool:
+            # what ctx.constant does for these (most constants: Python scalars, shapes), without its other cases
+            weights = trt.dense_elements(value, dt.mlir)
+            return self.ctx.result(new_op(trt.ConstantOp, (), weights.type, {"weights": weights}))
+        return self.ctx.constant(to_host(value), dt)
 
 
 def _is_splat(array: np.ndarray) -> bool:
@@ -107,16 +148,21 @@ def _constant(ctx, op, ins):
     return [_Deferred(ctx, op)]
 
 
+# The hottest ops are built with new_op: what their constructors make (test_lowering_fast_paths compares them),
+# without the keyword packing, None filtering and generic checks of a constructor call.
 def _element_wise(ctx, op, ins):
-    return [ctx.add(trt.ElementWiseOp(ins[0], ins[1], OPS[op.kind].enum, _out_type(op))).results[0]]
+    props = {"elementwiseOperation": trt.enum_attr(trt.ElementWiseOperationAttr, OPS[op.kind].enum)}
+    return [ctx.result(new_op(trt.ElementWiseOp, (ins[0], ins[1]), _out_type(op), props))]
 
 
 def _unary(ctx, op, ins):
-    return [ctx.add(trt.UnaryOp(ins[0], OPS[op.kind].enum)).results[0]]
+    props = {"unaryOperation": trt.enum_attr(trt.UnaryOperationAttr, OPS[op.kind].enum)}
+    return [ctx.result(new_op(trt.UnaryOp, (ins[0],), ins[0].type, props))]
 
 
 def _activation(ctx, op, ins):
-    return [ctx.add(trt.ActivationOp(ins[0], OPS[op.kind].enum)).results[0]]
+    props = {"activationType": trt.enum_attr(trt.ActivationTypeAttr, OPS[op.kind].enum)}
+    return [ctx.result(new_op(trt.ActivationOp, (ins[0],), ins[0].type, props))]
 
 
 def _matmul(ctx, op, ins):
@@ -151,7 +197,7 @@ def _shape(ctx, op, ins):
 
 
 def _reshape(ctx, op, ins):
-    return [ctx.add(trt.ReshapeOp(ins[0], _out_type(op), shape=ins[1])).results[0]]
+    return [ctx.result(new_op(trt.ReshapeOp, (ins[0], ins[1]), _out_type(op), {}))]
 
 
 def _permute(ctx, op, ins):
@@ -245,7 +291,19 @@ def _location(name: str, loc):
     """``loc("%t5"("file.py":12:5))`` of the trace op ``name`` made at ``loc`` (columns 1-based)."""
     if loc is None:
         return name_loc(name, _UNKNOWN)
-    return name_loc(name, file_loc(loc.file, loc.line, (loc.col or 0) + 1))
+    # one SourceLocation object per user position (core.source caches them), many ops each: remember its
+    # FileLineColLoc by id (hashing the frozen dataclass hashes its fields); the entry holds loc, so the id stays
+    hit = _FILE_LOC_OF.get(id(loc))
+    if hit is not None and hit[0] is loc:
+        return name_loc(name, hit[1])
+    child = file_loc(loc.file, loc.line, (loc.col or 0) + 1)
+    if len(_FILE_LOC_OF) >= 1 << 14:
+        _FILE_LOC_OF.clear()
+    _FILE_LOC_OF[id(loc)] = (loc, child)
+    return name_loc(name, child)
+
+
+_FILE_LOC_OF: dict[int, tuple] = {}
 
 
 def lower(trace: Trace) -> MlirProgram:
@@ -254,27 +312,31 @@ def lower(trace: Trace) -> MlirProgram:
     block = Block(arg_types=in_types)
     ctx = _Ctx(block, None)
     for t, arg in zip(trace.inputs, block.args):
-        ctx.values[id(t)] = arg
+        ctx.values[t] = arg
     origins: dict[str, OpOrigin] = {}
-    values, value = ctx.values, ctx.value
+    values, value, of_trace_op = ctx.values, ctx.value, OpOrigin.of_trace_op
     for op in trace.ops:
         name = op.outputs[0].name
-        # a constant is emitted where it is first used, under that op's location: none needed here
-        ctx.location = None if op.kind == "constant" else _location(name, op.location)
-        if op.kind in _STATIC_OPERANDS:
-            ins = [values[id(t)] if _takes_static(op, i, t) else value(t) for i, t in enumerate(op.inputs)]
+        kind = op.kind
+        if kind == "constant":  # emitted where it is first used, under that op's location: none needed here
+            values[op.outputs[0]] = _Deferred(ctx, op)
+            origins[name] = of_trace_op(op)
+            continue
+        ctx.location = _location(name, op.location)
+        if kind in _STATIC_OPERANDS:
+            ins = [values[t] if _takes_static(op, i, t) else value(t) for i, t in enumerate(op.inputs)]
         else:
             ins = []
             for t in op.inputs:  # ctx.value, inlined: two inputs an op
-                v = values[id(t)]
+                v = values[t]
                 if type(v) is _Deferred:
-                    v = values[id(t)] = v.emit()
+                    v = values[t] = v.emit()
                 ins.append(v)
-        results = LOWERING[op.kind](ctx, op, ins)
+        results = LOWERING[kind](ctx, op, ins)
         for t, v in zip(op.outputs, results):
-            values[id(t)] = v
-        origins[name] = OpOrigin.of_trace_op(op)
-    if trace.ops and ctx.location is None:  # constants returned as outputs: at the last op's location
+            values[t] = v
+        origins[name] = of_trace_op(op)
+    if trace.ops and trace.ops[-1].kind == "constant":  # constants returned as outputs: at the last op's location
         ctx.location = _location(trace.ops[-1].outputs[0].name, trace.ops[-1].location)
     outs = [ctx.value(t) for t in trace.outputs]
     ret = ReturnOp(*outs)

@@ -95,13 +95,18 @@ def build_planned(op: IRDLOperation, operands, results, properties: dict[str, At
     if values:
         values = SSAValues(values)
         uses = tuple([Use(op, i) for i in range(len(values))])
-        for value, use in zip(values, uses):
-            value.add_use(use)
+        for value, use in zip(values, uses):  # IRWithUses.add_use, inlined (Use() set both links to None)
+            first = value.first_use
+            use._next_use = first
+            if first is not None:
+                first._prev_use = use
+            value.first_use = use
     else:  # constants: the shared empty operand list, as Operation's own default
         values, uses = _NO_VALUES, ()
     op._operands = values
     op._operand_uses = uses
-    op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(results)])
+    op.results = SSAValues([OpResult(results[0], op, 0)] if len(results) == 1 else
+                           [OpResult(t, op, i) for i, t in enumerate(results)])
     op.properties = properties
     op.attributes = {}
     op.location = UNKNOWN_LOC
@@ -148,3 +153,47 @@ def _segment_sizes(sizes: list[int]) -> DenseArrayBase:
 
 
 _SEGMENT_SIZES: dict[tuple, DenseArrayBase] = {}
+
+
+def new_op(cls: type[IRDLOperation], operands: tuple, result_type: Attribute, properties: dict) -> IRDLOperation:
+    """A ``cls`` op with one result, built as ``build_planned`` builds it, for the lowering's hottest ops (constants,
+    element-wise, unary, activation, reshape): ``operands`` are SSA values, one per operand definition, and
+    ``properties`` are complete (no None, no default left to fill in) and become the op's own dict. Only for op
+    classes whose plan has no segments, defaults or other result counts; anything else is a TypeError here (a
+    lowering bug, never a user's)."""
+    if _ARITY.get(cls) != len(operands):
+        _check_new_op(cls, operands)
+    op = cls.__new__(cls)
+    if operands:
+        uses = []
+        for i, value in enumerate(operands):  # Use + IRWithUses.add_use, inlined, as in build_planned
+            use = Use(op, i)
+            first = value.first_use
+            use._next_use = first
+            if first is not None:
+                first._prev_use = use
+            value.first_use = use
+            uses.append(use)
+        op._operands = SSAValues(operands)
+        op._operand_uses = tuple(uses)
+    else:
+        op._operands = _NO_VALUES
+        op._operand_uses = ()
+    op.results = SSAValues((OpResult(result_type, op, 0),))
+    op.properties = properties
+    op.attributes = {}
+    op.location = UNKNOWN_LOC
+    op._successors = ()
+    op._successor_uses = ()
+    op.regions = ()
+    return op
+
+
+_ARITY: dict[type, int] = {}  # op classes new_op may build -> their operand count
+
+
+def _check_new_op(cls: type[IRDLOperation], operands) -> None:
+    plan = plan_of(cls)
+    if plan is None or plan.n_results != 1 or plan.segments or plan.defaults or len(operands) != len(plan.kinds):
+        raise TypeError(f"new_op cannot build {cls.__name__} with {len(operands)} operands")
+    _ARITY[cls] = len(plan.kinds)

@@ -26,8 +26,9 @@ class OpOrigin:
     def of_trace_op(cls, op) -> OpOrigin:
         """The origin of trace op ``op``; its text is ``op.listing(names)`` with the tensor names of now."""
         origin = cls.__new__(cls)
-        origin._trace_op, origin._text, origin._location = op.outputs[0].name, op, op.location
-        origin._names = op.tensor_names()
+        outputs = op.outputs
+        origin._trace_op, origin._text, origin._location = outputs[0].name, op, op.location
+        origin._names = tuple([t.name for t in (*op.inputs, *outputs)])  # op.tensor_names(), inlined
         return origin
 
     @property

@@ -16,48 +16,71 @@ class Trace:
         self.inputs = list(inputs)
         self.input_infos = dict(input_infos or {})
         self.name = name
-        self.ops = self._topo_sort()
-        self._check_leaked_inputs()
+        self.ops, leaked = self._topo_sort()
+        if leaked:
+            self._check_leaked_inputs()
         self._renumber()
-        self._check_names()
 
     def _renumber(self) -> None:
-        """Give auto-named tensors (%tN) names numbered in program order, so listings and IR are stable."""
-        tensors = [t for op in self.ops for t in op.outputs]
-        taken = {t.name for t in list(self.inputs) + tensors if not t.name.startswith("%t")}
+        """Give auto-named tensors (%tN) names numbered in program order, so listings and IR are stable; then two
+        distinct tensors with one name (inputs first, then each op's outputs in order) are an error at the
+        second one. A name the user gave that starts with %t is renumbered like an automatic one."""
+        names = _AUTO_NAMES
+        by_name: dict[str, TraceTensor] = {}
+        for t in self.inputs:
+            self._claim(by_name, t)
         counter = 0
-        for t in tensors:
-            if t.name.startswith("%t"):
-                name = f"%t{counter}"
-                while name in taken:
+        for op in self.ops:
+            for t in op.outputs:
+                if t.name.startswith("%t"):
+                    if counter >= len(names) and counter < _AUTO_NAMES_LIMIT:
+                        names.extend(f"%t{i}" for i in range(len(names), min(2 * counter + 64, _AUTO_NAMES_LIMIT)))
+                    t.name = names[counter] if counter < len(names) else f"%t{counter}"
                     counter += 1
-                    name = f"%t{counter}"
-                t.name = name
-                counter += 1
+                if by_name.setdefault(t.name, t) is not t:  # _claim, inlined: every tensor
+                    self._claim(by_name, t)
 
-    def _topo_sort(self) -> list[TraceOp]:
-        input_ids = {id(t) for t in self.inputs}
+    @staticmethod
+    def _claim(by_name: dict, t: TraceTensor) -> None:
+        if by_name.setdefault(t.name, t) is not t:
+            raise_error(f"Found distinct tensors with the same name: '{t.name}'.",
+                        ["Give each tensor a unique name."], location=t.location)
+
+    def _topo_sort(self) -> tuple[list[TraceOp], bool]:
+        """Post-order depth-first from each output in turn, each op's inputs in order (what a recursive walk
+        gives), with an explicit stack: deep graphs (100s of ops) must not hit Python's recursion limit.
+        Ops and tensors hash by identity (``eq=False``), so sets hold them directly. Also says whether an op
+        reads a tensor with no producer that is not an input (then ``_check_leaked_inputs`` raises)."""
+        inputs = set(self.inputs)
         order: list[TraceOp] = []
-        seen: set[int] = set()
-        # Iterative DFS: deep graphs (100s of ops) must not hit Python's recursion limit.
-        stack: list[tuple[TraceOp, bool]] = [(t.producer, False) for t in reversed(self.outputs)
-                                             if t.producer is not None and id(t) not in input_ids]
-        push, pop = stack.append, stack.pop
-        while stack:
-            op, expanded = pop()
-            key = id(op)
-            if key in seen:
+        done: set[TraceOp] = set()
+        leaked = False
+        for out in self.outputs:
+            op = out.producer
+            if op is None or op in done or out in inputs:
                 continue
-            if expanded:
-                seen.add(key)
-                order.append(op)
-                continue
-            push((op, True))
-            for inp in reversed(op.inputs):
-                producer = inp.producer
-                if producer is not None and id(producer) not in seen and id(inp) not in input_ids:
-                    push((producer, False))
-        return order
+            stack, nexts = [op], [0]  # an op being walked, and the position of its next input to look at
+            while stack:
+                op = stack[-1]
+                ins = op.inputs
+                i, n = nexts[-1], len(ins)
+                while i < n:
+                    inp = ins[i]
+                    i += 1
+                    producer = inp.producer
+                    if producer is None:
+                        leaked = leaked or inp not in inputs
+                    elif producer not in done and inp not in inputs:
+                        nexts[-1] = i
+                        stack.append(producer)
+                        nexts.append(0)
+                        break
+                else:  # every input's producer is placed: so is this op
+                    stack.pop()
+                    nexts.pop()
+                    done.add(op)
+                    order.append(op)
+        return order, leaked
 
     def _check_leaked_inputs(self) -> None:
         """A tensor with no producer that is not one of our inputs is another compile's input: a tracer that
@@ -71,15 +94,6 @@ class Trace:
                                  f"'{t.name}', an input of a function traced by tp.compile (it escaped through a "
                                  "side effect, e.g. appended to a list); it has no value outside that trace.",
                                  "Return the tensor from the compiled function and use the Executable's output."])
-
-    def _check_names(self) -> None:
-        by_name: dict[str, TraceTensor] = {}
-        tensors = list(self.inputs) + [t for op in self.ops for t in op.outputs]
-        for t in tensors:
-            other = by_name.setdefault(t.name, t)
-            if other is not t:
-                raise_error(f"Found distinct tensors with the same name: '{t.name}'.",
-                            ["Give each tensor a unique name."], location=t.location)
 
     def op_by_name(self, name: str) -> TraceOp:
         for op in self.ops:
@@ -142,6 +156,9 @@ class Trace:
         return "\n".join(lines)
 
 
+# "%t0", "%t1", ...: shared by every Trace (renumbering formats no name twice)
+_AUTO_NAMES: list[str] = []
+_AUTO_NAMES_LIMIT = 1 << 16  # bounded: bigger programs format their later names on the fly
 # C0 controls (but newline) and DEL cannot appear in the SVG (XML 1.0): show their Unicode control pictures.
 _PICTURES = {c: chr(0x2400 + c) for c in range(0x20) if c != 0x0A} | {0x7F: "\u2421"}
 _INVALID = re.compile("[\ud800-\udfff\ufffe\uffff]")  # lone surrogates and non-characters

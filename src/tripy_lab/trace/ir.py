@@ -78,7 +78,7 @@ class TraceOp:
 
     def tensor_names(self) -> tuple[str, ...]:
         """Names of the inputs, then of the outputs (what ``listing`` prints)."""
-        return tuple([t.name for t in self.inputs] + [t.name for t in self.outputs])
+        return tuple([t.name for t in (*self.inputs, *self.outputs)])
 
     def listing(self, names: tuple[str, ...] | None = None) -> str:
         """The op's line in the trace listing; ``names`` (from ``tensor_names``) stands in for the current ones."""

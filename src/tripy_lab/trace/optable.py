@@ -29,6 +29,8 @@ class OpDef:
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """Same-rank broadcasting: each dim pair equal or one of them 1 (None = not known until run time)."""
     first = shapes[0]
+    if len(shapes) == 2 and shapes[1] == first and type(first) is tuple:  # x + y of one shape: that shape
+        return first
     if len(shapes) == 2 and len(shapes[1]) == len(first):  # binary ops: pairwise, errors from the loop below
         out = []
         for a, b in zip(first, shapes[1]):
@@ -247,3 +249,19 @@ def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, loca
     if recording:
         recording[-1].append(op)
     return outputs
+
+
+def record(kind: str, inputs: list[TraceTensor], shape: Shape, dtype: dtypes.dtype, params: dict,
+           location=None) -> TraceTensor:
+    """``apply`` for a one-output op whose shape and dtype the caller already knows (the rule's answer): a Python
+    number's constant and rank-matching reshape, made for every ``x * 2.0``."""
+    tracer = False
+    for t in inputs:
+        if t.is_compile_tracer:
+            tracer = True
+            break
+    out = TraceTensor(shape=shape, dtype=dtype, location=location, is_compile_tracer=tracer)
+    out.producer = op = TraceOp(kind, inputs, [out], params, location)
+    if recording:
+        recording[-1].append(op)
+    return out
