@@ -41,7 +41,9 @@ def test_timing_columns_exist_and_are_ordered(exe):
 
 
 def test_layer_times_sum_to_the_compute_time_and_name_the_layer_table(exe):
-    df = profile(exe, calls=20)
+    # at the profile's max (256 rows) the profiler's ~27 µs per node is a smaller share of each node than at
+    # opt, where a loaded CI machine read the layers 19 % above the compute time
+    df = profile(exe, shapes="max", calls=20)
     assert list(df.columns) == layer_time.COLUMNS
     attrs = df.attrs
     assert attrs["compute_ms"] > 0 and "onnxruntime profiler" in attrs["method"]
