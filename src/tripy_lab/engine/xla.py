@@ -673,14 +673,17 @@ class XlaCompiled(CompiledEngine):
             lw = lower(*wanted[0])
             done = [(wanted[0][2], compile_or_note(lw))]
         else:  # each compile starts as soon as its signature is lowered, so lowering overlaps compiling
+            # biggest signature first: its compile is the longest (the profile's max: 2.7 s of GPT-2 on the
+            # H200 against 2.1 s for opt), and lowering it last put it on the end of the critical path
+            order = sorted(range(len(wanted)), key=lambda i: -sum(math.prod(s) for s in wanted[i][0]))
             # at least one thread per profile point: on 2 cores, 3 compiles sharing them end sooner than 2 + 1
             with ThreadPoolExecutor(max_workers=min(len(wanted), max(3, os.cpu_count() or 1))) as pool:
-                futures = []
-                for w in wanted:
-                    lw = lower(*w)
+                futures = {}
+                for i in order:
+                    lw = lower(*wanted[i])
                     if lw is not None:
-                        futures.append((w[2], pool.submit(compile_or_note, lw, w[2])))
-                done = [(why, f.result()) for why, f in futures]
+                        futures[i] = pool.submit(compile_or_note, lw, wanted[i][2])
+                done = [(wanted[i][2], futures[i].result()) for i in sorted(futures)]  # opt first, as wanted
         if isinstance(done[0][1], TripyException):
             raise done[0][1]
         results = [b for _, b in done]
