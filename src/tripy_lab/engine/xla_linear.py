@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tripy_lab.engine.xla_attention import _attr, _producer  # the same MLIR walking helpers
+
 MODE = "off"
 
 
@@ -42,18 +44,6 @@ class Match:
     bias: object
     act: str
     out: object
-
-
-def _producer(value):
-    owner = getattr(value, "owner", None)
-    return owner if getattr(owner, "name", "").startswith("tensorrt.") else None
-
-
-def _attr(op, name, default=None):
-    from tripy_lab.mlir.dialect import attr_value
-
-    v = attr_value(op, name)
-    return default if v is None else v
 
 
 def _one_use(value) -> bool:

@@ -91,29 +91,34 @@ def build_planned(op: IRDLOperation, operands, results, properties: dict[str, At
     for name, default in plan.defaults:
         if name not in properties:
             properties[name] = default
-    # Operation.__init__ with no successors, regions or attributes, field by field
+    _set_fields(op, values, SSAValues([OpResult(results[0], op, 0)] if len(results) == 1 else
+                                      [OpResult(t, op, i) for i, t in enumerate(results)]), properties)
+    return True
+
+
+def _set_fields(op, values, results, properties) -> None:
+    """Operation.__init__ with no successors, regions or attributes, field by field; each operand's Use is
+    pushed on its value's use list (IRWithUses.add_use, inlined: Use() set both links to None)."""
     if values:
-        values = SSAValues(values)
         uses = tuple([Use(op, i) for i in range(len(values))])
-        for value, use in zip(values, uses):  # IRWithUses.add_use, inlined (Use() set both links to None)
+        for value, use in zip(values, uses):
             first = value.first_use
             use._next_use = first
             if first is not None:
                 first._prev_use = use
             value.first_use = use
+        op._operands = SSAValues(values)
+        op._operand_uses = uses
     else:  # constants: the shared empty operand list, as Operation's own default
-        values, uses = _NO_VALUES, ()
-    op._operands = values
-    op._operand_uses = uses
-    op.results = SSAValues([OpResult(results[0], op, 0)] if len(results) == 1 else
-                           [OpResult(t, op, i) for i, t in enumerate(results)])
+        op._operands = _NO_VALUES
+        op._operand_uses = ()
+    op.results = results
     op.properties = properties
     op.attributes = {}
     op.location = UNKNOWN_LOC
     op._successors = ()
     op._successor_uses = ()
     op.regions = ()
-    return True
 
 
 # isinstance against xDSL's abstract base classes goes through ABCMeta (~0.4 us); the common types first
@@ -164,28 +169,7 @@ def new_op(cls: type[IRDLOperation], operands: tuple, result_type: Attribute, pr
     if _ARITY.get(cls) != len(operands):
         _check_new_op(cls, operands)
     op = cls.__new__(cls)
-    if operands:
-        uses = []
-        for i, value in enumerate(operands):  # Use + IRWithUses.add_use, inlined, as in build_planned
-            use = Use(op, i)
-            first = value.first_use
-            use._next_use = first
-            if first is not None:
-                first._prev_use = use
-            value.first_use = use
-            uses.append(use)
-        op._operands = SSAValues(operands)
-        op._operand_uses = tuple(uses)
-    else:
-        op._operands = _NO_VALUES
-        op._operand_uses = ()
-    op.results = SSAValues((OpResult(result_type, op, 0),))
-    op.properties = properties
-    op.attributes = {}
-    op.location = UNKNOWN_LOC
-    op._successors = ()
-    op._successor_uses = ()
-    op.regions = ()
+    _set_fields(op, operands, SSAValues((OpResult(result_type, op, 0),)), properties)
     return op
 
 
