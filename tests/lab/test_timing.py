@@ -82,3 +82,24 @@ def test_compare_configs_and_executables(exe):
     assert list(df["label"]) == ["ref opt", "static opt"]
     assert list(df["opt_level"]) == [3, 0]
     assert df["build_ms"].notna().all() and df["compute_ms"].notna().all()
+
+
+class _Counting:
+    """An executable stand-in that counts calls and synchronizes."""
+
+    def __init__(self):
+        self.calls, self.syncs = 0, 0
+
+    def __call__(self, **kwargs):
+        self.calls += 1
+
+    def synchronize(self):
+        self.syncs += 1
+
+
+@pytest.mark.parametrize("per_call_s, per_batch", [(0.0, 10), (1e-3, 50), (1e-6, 100), (0.5, 10)])
+def test_back_to_back_batches_grow_for_short_calls_up_to_ten_times(per_call_s, per_batch):
+    fake = _Counting()
+    timing.time_back_to_back(fake, {}, 10, per_call_s)
+    assert fake.calls == timing.BACK_TO_BACK_BATCHES * per_batch  # 50 ms batches, at most 10x the calls
+    assert fake.syncs == 2 * timing.BACK_TO_BACK_BATCHES  # each batch starts and ends synchronized
