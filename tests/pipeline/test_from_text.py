@@ -88,3 +88,22 @@ def test_elided_or_unknown_constant_data_is_refused_at_its_line():
     elided = text.replace("dense_resource<tripy_const_0>", "dense_resource<__elided__>")
     with pytest.raises(tp.TripyException, match="elide"):
         Lowered.from_text(elided, like=lowered)
+
+
+def add(a, b):
+    return a + b
+
+
+def test_an_edit_keeps_named_dimensions_and_calls_still_check_them():
+    n = tp.NamedDimension("n", 1, 2, 4)
+    lowered = pipeline.trace(add, args=[tp.InputInfo((n, 3), tp.float32), tp.InputInfo((n, 3), tp.float32)]).lower()
+    edited = Lowered.from_text(text_of(lowered).replace("max = [4, 3]", "max = [5, 3]"), like=lowered)
+    assert [info.shape_bounds.max for info in edited.program.input_infos.values()] == [(5, 3), (5, 3)]
+    assert all(info.dimension_names == {0: "n"} for info in edited.program.input_infos.values())
+    exe = edited.build(engine="reference").executable()
+    with pytest.raises(tp.TripyException, match="Mismatched sizes for named dimension 'n'"):
+        exe(np.ones((2, 3), np.float32), np.ones((3, 3), np.float32))
+    bad = text_of(lowered).replace('{"0" = "n"}', '{"7" = "n"}', 1)
+    assert bad != text_of(lowered)
+    with pytest.raises(tp.TripyException, match="dimension_names"):
+        Lowered.from_text(bad, like=lowered)

@@ -144,9 +144,21 @@ def _profile(attrs: dict, key: str, name: str) -> tuple[list[int], list[int], li
     return lo, mid, hi
 
 
+def dimension_names(attrs: dict, rank: int, name: str) -> dict[int, str]:
+    """dim index -> name, from an argument's ``tensorrt.dimension_names`` attribute (absent: none)."""
+    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+
+    out = {}
+    for k, v in getattr(attrs.get("tensorrt.dimension_names", DictionaryAttr({})), "data", {}).items():
+        if not (k.isdigit() and int(k) < rank and isinstance(v, StringAttr) and v.data):
+            raise _Malformed(f"argument {name!r}: bad tensorrt.dimension_names entry {k!r} = {v}")
+        out[int(k)] = v.data
+    return out
+
+
 def input_infos_from_mlir(main, arg_names: list[str]) -> dict[str, InputInfo | DimensionInputInfo]:
     """Each argument's InputInfo / DimensionInputInfo, from ``@main``'s argument types and attributes alone."""
-    from xdsl.dialects.builtin import DictionaryAttr, StringAttr, TensorType
+    from xdsl.dialects.builtin import DictionaryAttr, TensorType
 
     from tripy_lab.mlir.attrs import elem_of, shape_of
 
@@ -175,12 +187,7 @@ def input_infos_from_mlir(main, arg_names: list[str]) -> dict[str, InputInfo | D
             if d is not None and not lo[i] == hi[i] == d:
                 raise _Malformed(f"argument {name!r}: dim {i} is {d} in its type {arg.type} but "
                                  f"[{lo[i]}, {hi[i]}] in its shape profile")
-        names_attr = attrs.get("tensorrt.dimension_names", DictionaryAttr({}))
-        dim_names = {}
-        for k, v in getattr(names_attr, "data", {}).items():
-            if not (k.isdigit() and int(k) < len(shape) and isinstance(v, StringAttr) and v.data):
-                raise _Malformed(f"argument {name!r}: bad tensorrt.dimension_names entry {k!r} = {v}")
-            dim_names[int(k)] = v.data
+        dim_names = dimension_names(attrs, len(shape), name)
         dt = dtypes.BY_MLIR.get(elem)
         if dt is None:
             raise _Malformed(f"argument {name!r} has element type {elem}, which is not a tripy dtype")

@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 
 from tripy_lab.core import dtypes
-from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, NamedDimension
 from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import user_location
+from tripy_lab.executable.serialize import _Malformed as Malformed
+from tripy_lab.executable.serialize import dimension_names
 from tripy_lab.mlir.program import MlirProgram
 
 _OP_NAME = re.compile(r"\b[a-z_]+\.[a-z_.]+\b")
@@ -112,8 +114,11 @@ def infos_from_main(main, text: str, op_starts: dict[int, int]) -> list[InputInf
                 shape = [d if d >= 0 else (lo[k], mid[k], hi[k]) for k, d in enumerate(shape)]
             if any(isinstance(d, int) and d < 0 for d in shape):
                 raise ValueError(f"argument %arg{i} has a dynamic dim but no tensorrt.shape_profile")
+            names = dimension_names(arg_attrs, len(shape), f"%arg{i}")  # kept: calls check them
+            shape = [NamedDimension(names[k], *(d if isinstance(d, tuple) else (d, d, d))) if k in names else d
+                     for k, d in enumerate(shape)]
             out.append(InputInfo(shape, _dtype(arg.type.get_element_type())))
-        except (TripyException, ValueError, IndexError, AttributeError) as exc:
+        except (TripyException, ValueError, IndexError, AttributeError, Malformed) as exc:
             line, col = line_col(text, op_starts.get(id(main), 0))
             message = exc.summary if isinstance(exc, TripyException) else str(exc)
             raise MlirTextError(f"@main argument {i}: {message}", text, line, col, kind="verify") from None
