@@ -29,7 +29,9 @@ def exe():
 
 
 def test_timing_columns_exist_and_are_ordered(exe):
-    df = benchmark(exe, shapes=["min", "opt"], warmup=3, iters=30)
+    # compute and latency come from separate batches: enough of each that a shared CPU's drift between the
+    # two phases averages out (30 + 20 calls once read compute 0.79 ms against a p90 latency of 0.71 ms)
+    df = benchmark(exe, shapes=["min", "opt"], warmup=3, iters=60, profile_calls=40)
     assert list(df.columns) == timing.COLUMNS
     assert (df["error"] == "").all(), df["error"]
     assert df["compute_method"].str.contains("InferenceSession.run").all()

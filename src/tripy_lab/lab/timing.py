@@ -202,14 +202,15 @@ def measure(exe, inputs: dict[str, Any], warmup: int = 10, iters: int = 100, max
     inputs = resident_inputs(exe, inputs)
     times = time_calls(exe, inputs, warmup, iters, max_seconds)
     row: dict[str, Any] = {"iters": len(times), **summarize(times)}
-    row["back_to_back_ms"] = time_back_to_back(exe, inputs, len(times), float(np.median(times))) * 1e3
-    row["throughput_per_s"] = 1e3 / row["back_to_back_ms"] if row["back_to_back_ms"] > 0 else float("inf")
+    # compute right after latency: on a shared machine the two drift apart the longer lies between them
     if profile_calls:
         prof = profile_engine(exe, inputs, min(profile_calls, max(len(times), 1)))
         row["compute_ms"] = float(np.median(prof.compute_s)) * 1e3
         row["compute_method"] = prof.method
     else:
         row["compute_ms"], row["compute_method"] = float("nan"), "not measured"
+    row["back_to_back_ms"] = time_back_to_back(exe, inputs, len(times), float(np.median(times))) * 1e3
+    row["throughput_per_s"] = 1e3 / row["back_to_back_ms"] if row["back_to_back_ms"] > 0 else float("inf")
     return row
 
 
