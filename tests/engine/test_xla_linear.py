@@ -190,3 +190,29 @@ def test_direct_emission_refuses_scores_big_enough_to_fuse(monkeypatch):
     monkeypatch.setattr(xla_attention, "FUSE_MIN_SCORES", 4 * H * T * T)
     with pytest.raises(Fallback, match="FUSE_MIN_SCORES"):
         emit_stablehlo(engine, shapes, [], pnames, small)
+
+
+def test_a_transposed_operand_weight_is_read_as_n_by_k(modes):
+    """``matrix_multiply`` with op1 = kTRANSPOSE (as an edited MLIR may have it) and a non-square W."""
+    from tripy_lab import pipeline
+    from tripy_lab.pipeline import Lowered
+
+    def f(x, w, b):
+        return tp.gelu(x @ tp.transpose(w, 0, 1) + b)
+
+    infos = [tp.InputInfo((32, 64), tp.float16), tp.InputInfo((128, 64), tp.float16), tp.InputInfo((128,), tp.float16)]
+    lowered = pipeline.trace(f, args=infos).lower()
+    text = lowered.as_text()
+    old = ("op1 = #tensorrt.matrix_operation<kNONE>} ins(%arg0, %0 : tensor<32x64xf16>, tensor<64x128xf16>)")
+    assert old in text
+    edited = Lowered.from_text(text.replace(old, "op1 = #tensorrt.matrix_operation<kTRANSPOSE>} "
+                                                 "ins(%arg0, %arg1 : tensor<32x64xf16>, tensor<128x64xf16>)"))
+    xla_linear.MODE = "interpret"
+    built = edited.build(engine="xla", shapes="opt")
+    assert any("linear + GELU 1 of 1 pattern(s) fused (pallas interpreted)" in n for n in built.report.notes)
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal((32, 64)).astype(np.float16), (rng.standard_normal((128, 64)) * 0.1).astype(np.float16),
+            rng.standard_normal(128).astype(np.float16)]
+    got = np.asarray(built.executable()(*args)).astype(np.float32)
+    want = np.asarray(edited.build(engine="reference").executable()(*args)).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=4e-3, atol=4e-3)

@@ -39,8 +39,8 @@ class Match:
     removed: list[int]  # the matmul and the add (their results only feed the pattern)
     shape_read: list[int]  # always empty: a pattern whose values a tensorrt.shape reads is not matched
     x: object
-    w: object  # the matmul's second operand
-    w_source: object | None  # W [N, K] before its transpose (read instead of w, which is W^T), or None
+    w: object  # the weight the kernel reads: W [N, K] (``w_nk``) or the matmul's [.., K, N] operand
+    w_nk: bool
     bias: object
     act: str
     out: object
@@ -86,14 +86,14 @@ def find(ops: list) -> list[Match]:
         if len(ws) < 2 or any(d != 1 for d in ws[:-2]) or len(xs) < 2 or any(d != 1 for d in bs[:-1]):
             continue
         if _attr(mm, "op1", "kNONE") == "kTRANSPOSE":  # the operand is W [N, K] itself
-            src = None if len(ws) != 2 else w
-            w_is_nk = True
-        else:
-            src, w_is_nk = weight_source(w), False
-        if w_is_nk and src is None:
-            continue
+            if len(ws) != 2:
+                continue
+            w_nk = True
+        else:  # read W [N, K] from before its transpose (no transposed copy of W), else the operand
+            src = weight_source(w)
+            w, w_nk = (src, True) if src is not None else (w, False)
         out.append(Match(sorted(index[id(o)] for o in (mm, add, op)), sorted([index[id(mm)], index[id(add)]]), [],
-                         x, w, src, b, "gelu_erf", op.results[0]))
+                         x, w, w_nk, b, "gelu_erf", op.results[0]))
     return out
 
 
@@ -110,7 +110,7 @@ def plan(m: Match, env: dict, device_platform: str, mode: str | None = None) -> 
     dt = np.dtype(x.dtype)
     if dt not in xla_pallas.dtypes(mode) or np.dtype(w.dtype) != dt or np.dtype(b.dtype) != dt:
         return None
-    k, n = int(w.shape[-2]), int(w.shape[-1])
+    k, n = (int(w.shape[-1]), int(w.shape[-2])) if m.w_nk else (int(w.shape[-2]), int(w.shape[-1]))
     if int(x.shape[-1]) != k or int(np.prod(b.shape)) != n:
         return None
     rows = int(np.prod(x.shape[:-1]))
@@ -124,11 +124,7 @@ def run(m: Match, env: dict, act: str, interpret: bool):
 
     from tripy_lab.engine import xla_pallas
 
-    x, b = env[m.x], env[m.bias]
-    k = int(x.shape[-1])
-    src = env.get(m.w_source) if m.w_source is not None else None
-    w, w_nk = (src, True) if src is not None else (env[m.w], False)  # W [N, K]: no transpose copy of W
-    w = jnp.asarray(w).reshape(w.shape[-2:])
-    y = xla_pallas.linear(jnp.asarray(x).reshape(-1, k), w, jnp.asarray(b).reshape(-1), w_nk=w_nk, act=act,
-                          interpret=interpret)
+    x, w, b = env[m.x], env[m.w], env[m.bias]
+    y = xla_pallas.linear(jnp.asarray(x).reshape(-1, x.shape[-1]), jnp.asarray(w).reshape(w.shape[-2:]),
+                          jnp.asarray(b).reshape(-1), w_nk=m.w_nk, act=act, interpret=interpret)
     return y.reshape((*x.shape[:-1], y.shape[-1]))
