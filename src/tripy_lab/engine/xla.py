@@ -485,10 +485,10 @@ class XlaCompiled(CompiledEngine):
         from tripy_lab.engine import xla_linear
 
         attention, by_index = self._attention, {p.index: p for p in plans}
-        linear = self._linear if xla_linear.MODE != "off" else {}
+        platform = self.device.platform
+        linear = self._linear if xla_linear.applies(platform) else {}
         fused_away = {i for m in (*attention.values(), *linear.values()) for i in m.removed}
         shape_read = {i for m in attention.values() for i in m.shape_read}
-        platform = self.device.platform
         fusions: list[str] = []
         linear_fusions: list[str] = []
 

@@ -53,7 +53,7 @@ def scores_size(m: Match, shapes) -> int:
 
 def auto_fuses(mode: str, platform: str) -> bool:
     """Whether ``mode`` may fuse attention on ``platform`` (then by size, for "auto")."""
-    return mode not in ("off",) and not (mode == "auto" and platform == "cpu")
+    return mode != "off" and not (mode == "auto" and platform == "cpu")
 
 
 @dataclass
@@ -353,14 +353,11 @@ def _packed_by_kernel(found, env, platform):
     from tripy_lab.engine import xla_linear, xla_pallas
 
     mode = xla_linear.MODE
-    if mode == "off" or (mode == "auto" and platform != "gpu"):
+    if not xla_linear.applies(platform, mode):
         return None
     mm, x, w, bias, _ = found[0]
     din, three, h, d = w.shape
-    if bias is None or sorted(f[4] for f in found) != list(range(three)):
-        return None
-    dt = np.dtype(x.dtype)
-    if dt not in xla_pallas.dtypes(mode) or np.dtype(w.dtype) != dt or np.dtype(bias.dtype) != dt:
+    if bias is None or sorted(f[4] for f in found) != list(range(three)) or not xla_linear.dtypes_fit(mode, x, w, bias):
         return None
     rows, n = int(np.prod(x.shape[:-1])), three * h * d
     if xla_pallas.tiles_for(rows, n, din, parts=three) is None:

@@ -34,9 +34,9 @@ def direct_lowering(engine, shapes, dims, pnames, signature, avals):
                         for i in m.ops if op_at[i].name == "tensorrt.softmax"}
     from tripy_lab.engine import xla_linear
 
-    lmode = xla_linear.MODE
-    if engine._linear and not (lmode == "off" or (lmode == "auto" and engine.device.platform != "gpu")):
-        return None, f"{len(engine._linear)} linear + GELU pattern(s) may be fused (xla_linear.MODE={lmode!r})"
+    if engine._linear and xla_linear.applies(engine.device.platform):
+        return None, (f"{len(engine._linear)} linear + GELU pattern(s) may be fused "
+                      f"(xla_linear.MODE={xla_linear.MODE!r})")
     from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE
 
     missing = sorted({p.op.name for p in engine._plans if TABLE.get(p.op.name, FALLBACK) == FALLBACK})

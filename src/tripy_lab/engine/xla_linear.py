@@ -46,6 +46,21 @@ class Match:
     out: object
 
 
+def applies(platform: str, mode: str | None = None) -> bool:
+    """Whether ``mode`` (default ``MODE``) runs the kernel on ``platform``: "auto" on GPUs, "interpret"
+    anywhere."""
+    mode = MODE if mode is None else mode
+    return mode == "interpret" or (mode == "auto" and platform == "gpu")
+
+
+def dtypes_fit(mode: str, x, *others) -> bool:
+    """x's element type is one the kernel takes and every other operand has it too."""
+    from tripy_lab.engine import xla_pallas
+
+    dt = np.dtype(x.dtype)
+    return dt in xla_pallas.dtypes(mode) and all(np.dtype(o.dtype) == dt for o in others)
+
+
 def _one_use(value) -> bool:
     return len(list(value.uses)) == 1
 
@@ -102,13 +117,10 @@ def plan(m: Match, env: dict, device_platform: str, mode: str | None = None) -> 
     from tripy_lab.engine import xla_pallas
 
     mode = MODE if mode is None else mode
-    if mode == "off" or (mode == "auto" and device_platform != "gpu"):
+    if not applies(device_platform, mode):
         return None
     x, w, b = env[m.x], env[m.w], env[m.bias]
-    if isinstance(x, np.ndarray):  # folded in numpy while tracing: nothing to fuse
-        return None
-    dt = np.dtype(x.dtype)
-    if dt not in xla_pallas.dtypes(mode) or np.dtype(w.dtype) != dt or np.dtype(b.dtype) != dt:
+    if isinstance(x, np.ndarray) or not dtypes_fit(mode, x, w, b):  # numpy: folded while tracing
         return None
     k, n = (int(w.shape[-1]), int(w.shape[-2])) if m.w_nk else (int(w.shape[-2]), int(w.shape[-1]))
     if int(x.shape[-1]) != k or int(np.prod(b.shape)) != n:
