@@ -539,25 +539,32 @@ class XlaCompiled(CompiledEngine):
         return main
 
     def _run_linear(self, m, env, by_index, platform) -> str | None:
-        """Run a Linear + GELU match as one kernel (its name) or return None (run op by op); one named
-        scope holds the scopes of its ops, so the layer table maps the kernel to all of them."""
-        import jax
-
+        """Run a Linear + GELU match as one kernel (its name) or return None (run op by op)."""
         from tripy_lab.engine import xla_linear
 
         how = xla_linear.plan(m, env, platform)
         if how is None:
             return None
-        last = by_index[m.ops[-1]]
-        try:
-            with jax.named_scope("linear_" + "_".join(by_index[i].scope for i in m.ops)):
-                out = xla_linear.run(m, env, **how)
-        except Exception as exc:  # a configuration the kernel refuses while tracing: run op by op
-            self.report.notes.append(f"linear + GELU at {last.trace_name or last.index} not fused: "
-                                     f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        out = self._fused("linear + GELU", m, by_index, lambda: xla_linear.run(m, env, **how))
+        if out is None:
             return None
         env[m.out] = out
         return "pallas" + (" interpreted" if how["interpret"] else "")
+
+    def _fused(self, what: str, m, by_index, run):
+        """``run()`` (a rewrite's traced kernel) under one named scope that holds the scopes of every op of the
+        match, so the layer table maps the kernel to all of them; None, with a note, if it refuses while
+        tracing (the caller then runs the ops one by one)."""
+        import jax
+
+        try:
+            with jax.named_scope(what.split()[0] + "_" + "_".join(by_index[i].scope for i in m.ops)):
+                return run()
+        except Exception as exc:  # a configuration the kernel refuses while tracing
+            last = by_index[m.ops[-1]]
+            self.report.notes.append(f"{what} at {last.trace_name or last.index} not fused: "
+                                     f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            return None
 
     @staticmethod
     def _abstract_results(p: _OpPlan, env: dict, program) -> None:
@@ -584,34 +591,28 @@ class XlaCompiled(CompiledEngine):
 
     def _run_attention(self, m, env, by_index, platform) -> str | None:
         """Run one attention match fused (the implementation's name) or return None (the caller runs it op
-        by op). One named scope holds the scopes of every op of the pattern, so the layer table maps the
-        fused kernel to all of them."""
-        import jax
-
+        by op)."""
         from tripy_lab.engine import xla_attention
 
         how = xla_attention.plan(m, env, platform, program=self.program)
         if how is None:
             return None
-        last = by_index[m.ops[-1]]
         ctx_shape = tuple(m.out.type.get_shape())
-        try:
-            with jax.named_scope("attention_" + "_".join(by_index[i].scope for i in m.ops)):
-                packed = xla_attention.packed_qkv(m, env, self.program, platform) if len(m.out.type.get_shape()) == 4 \
-                    and xla_attention.SPLIT_PACKED else None
-                if packed is not None:
-                    out = xla_attention.run(*packed, **how, btnh=True)
-                    how = {**how, "implementation": how["implementation"] + ", split qkv"}
-                else:
-                    out = xla_attention.run(env[m.q], env[m.k], env[m.v], **how)
-        except Exception as exc:  # a configuration the fused kernel refuses while tracing: run op by op
-            self.report.notes.append(f"attention at {last.trace_name or last.index} not fused: "
-                                     f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-            return None
-        if tuple(out.shape) != tuple(d if d >= 0 else s for d, s in zip(ctx_shape, out.shape)):
+        packed = []
+
+        def run():
+            qkv = xla_attention.packed_qkv(m, env, self.program, platform) if len(ctx_shape) == 4 \
+                and xla_attention.SPLIT_PACKED else None
+            if qkv is None:
+                return xla_attention.run(env[m.q], env[m.k], env[m.v], **how)
+            packed.append(True)
+            return xla_attention.run(*qkv, **how, btnh=True)
+
+        out = self._fused("attention", m, by_index, run)
+        if out is None or tuple(out.shape) != tuple(d if d >= 0 else s for d, s in zip(ctx_shape, out.shape)):
             return None
         env[m.out] = out.astype(np.dtype(env[m.q].dtype))
-        return how["implementation"] + (", causal" if how["causal"] else "")
+        return how["implementation"] + (", split qkv" if packed else "") + (", causal" if how["causal"] else "")
 
     @staticmethod
     def _apply(p: _OpPlan, vals, ctx, quiet=None):
