@@ -66,6 +66,12 @@ VARIANTS = {
     "triton_multi_output": {"xla_gpu_unsupported_enable_triton_multi_output_fusion": True},
     "generic_triton_gemm": {"xla_gpu_unsupported_enable_generic_triton_emitter_for_gemms": True},
     "no_command_buffer": {"xla_gpu_enable_command_buffer": ""},
+    # the lm head's Triton GEMM (N = 50257): a wider search of its tiles
+    "exhaustive_tiling": {"xla_gpu_exhaustive_tiling_search": True},
+    "exhaustive_tiling+cmdbuf_all": {"xla_gpu_exhaustive_tiling_search": True,
+                                     "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"},
+    # a GEMM reading a contiguous slice of a weight (q/k/v rows of c_attn) in place instead of a copy
+    "dynamic_slice_fusion": {"xla_gpu_enable_dynamic_slice_fusion": True},
     # keys starting with "_" are ours, not XLA's: "_attention" sets xla_attention.MODE for the variant
     "attention_off": {"_attention": "off"},
     # "_linear" sets xla_linear.MODE: "auto" runs Linear + GELU and the packed q/k/v projection as Pallas kernels

@@ -134,8 +134,9 @@ def test_packed_qkv_projection_is_split_into_three_gemms():
     finally:
         xla_attention.MODE = old
     notes = " ".join(fused.stages["built"].report.notes)
-    assert "attention 1 of 1 pattern(s) fused (xla, split qkv, causal)" in notes, notes
+    assert "attention 1 of 1 pattern(s) fused (xla, split qkv (einsums), causal)" in notes, notes
     np.testing.assert_allclose(np.asarray(fused(x)), np.asarray(unfused(x)), rtol=1e-5, atol=1e-5)
     y = x @ WQKV.T + BQKV
     q, k, v = np.transpose(y.reshape(B, T, 3, H, D), (2, 0, 3, 1, 4))
     np.testing.assert_allclose(np.asarray(fused(x)), numpy_attention(q, k, v, True), rtol=1e-4, atol=1e-4)
+

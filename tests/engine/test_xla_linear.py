@@ -136,7 +136,7 @@ def test_packed_qkv_by_one_kernel_with_three_outputs(modes):
     xla_attention.MODE = xla_linear.MODE = "off"
     unfused = tp.compile(packed_attention, args=[tp.InputInfo((2, T, 32), tp.float32)], engine="xla")
     notes = " ".join(fused.stages["built"].report.notes)
-    assert "attention 1 of 1 pattern(s) fused (xla, split qkv, causal)" in notes, notes
+    assert "attention 1 of 1 pattern(s) fused (xla, split qkv (kernel), causal)" in notes, notes
     np.testing.assert_allclose(np.asarray(fused(x)), np.asarray(unfused(x)), rtol=1e-5, atol=1e-5)
     kinds = {r.kind for r in fused.stages["built"].layers}
     assert "custom call" not in kinds, kinds

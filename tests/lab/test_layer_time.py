@@ -106,3 +106,57 @@ def test_a_reused_kernel_goes_to_the_next_identical_layer():
     evs = [_Event("command_buffer_1", "loop_convert_fusion", t, t + 1, line, None) for t in range(3)]
     assert [n for n, _ in attribute(evs, layers)] == ["loop_convert_fusion", "loop_convert_fusion.1",
                                                       "loop_convert_fusion.2"]
+
+
+def test_twins_run_out_of_table_order_each_get_one_kernel():
+    """One kernel shared by identical fusions that run after the kernels of later layers (the layer table's
+    order is not the launch order): each twin still gets one launch, none is left at zero."""
+    from tripy_lab.engine.base import LayerRecord
+    from tripy_lab.engine.xla_profile import _Event, attribute
+
+    twins = [LayerRecord(f"loop_slice_fusion{s}", "loop fusion", (), (), ((768, 768),), ("float16",))
+             for s in ("", ".1", ".2")]
+    others = [LayerRecord(f"loop_add_fusion.{k}", "loop fusion", (), (), ((8, 768),), ("float16",)) for k in (4, 5)]
+    line = ("/device:GPU:0", "Stream #1")  # each weight slice launched next to the layer that reads it
+    kernels = ["loop_slice_fusion", "loop_add_fusion_4", "loop_slice_fusion", "loop_add_fusion_5", "loop_slice_fusion"]
+    evs = [_Event("command_buffer_0", n, t, t + 1, line, None) for t, n in enumerate(kernels)]
+    got = [name for name, _ in attribute(evs, [*twins, *others])]
+    assert got == ["loop_slice_fusion", "loop_add_fusion.4", "loop_slice_fusion.1", "loop_add_fusion.5",
+                   "loop_slice_fusion.2"], got
+
+
+def test_library_kernels_go_to_a_call_of_their_own_library():
+    """cuBLAS kernels go to GEMM layers and cuDNN kernels to the attention layer even when the launches
+    come in another order than the table's; a split-K reduction stays with its GEMM; memsets go with the
+    kernel after them."""
+    from tripy_lab.engine.base import LayerRecord
+    from tripy_lab.engine.xla_profile import _Event, attribute
+
+    def layer(name, kind):
+        return LayerRecord(name, kind, (), (), (), ())
+
+    layers = [layer("custom-call.1", "GEMM (cuBLAS)"), layer("dot_product_attention_fwd.2", "attention (cuDNN)"),
+              layer("custom-call.3", "GEMM (cuBLAS)"), layer("custom-call.4", "GEMM (cuBLAS)")]
+    line = ("/device:GPU:0", "Stream #1")
+    kernels = ["nvjet_sm90_hsh_112x64_TNN", "nvjet_sm90_hsh_112x64_TNN", "Memset 0",
+               "cudnn_generated_fort_native_sdpa_sm90_flash_fprop", "nvjet_sm90_hsh_64x32_splitK_bias_TNT",
+               "cublasLt::splitKreduce_kernel<32, 16>"]
+    evs = [_Event("command_buffer_1", n, t, t + 1, line, None) for t, n in enumerate(kernels)]
+    got = [name for name, _ in attribute(evs, layers)]
+    assert got == ["custom-call.1", "custom-call.3", "dot_product_attention_fwd.2", "dot_product_attention_fwd.2",
+                   "custom-call.4", "custom-call.4"], got
+
+
+def test_a_surplus_library_kernel_stays_with_its_library():
+    """A cuBLAS kernel with no GEMM layer left (a call that launched two) goes to the GEMM before it, so
+    the cuDNN kernel after it still reaches the attention layer."""
+    from tripy_lab.engine.base import LayerRecord
+    from tripy_lab.engine.xla_profile import _Event, attribute
+
+    layers = [LayerRecord("custom-call.1", "GEMM (cuBLAS)", (), (), (), ()),
+              LayerRecord("dot_product_attention_fwd.2", "attention (cuDNN)", (), (), (), ())]
+    line = ("/device:GPU:0", "Stream #1")
+    kernels = ["nvjet_sm90_hsh_144x128_TNN", "nvjet_sm90_hsh_144x128_TNN", "cudnn_generated_sdpa_fprop"]
+    evs = [_Event("command_buffer_1", n, t, t + 1, line, None) for t, n in enumerate(kernels)]
+    assert [n for n, _ in attribute(evs, layers)] == ["custom-call.1", "custom-call.1",
+                                                      "dot_product_attention_fwd.2"]

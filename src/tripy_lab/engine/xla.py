@@ -601,18 +601,19 @@ class XlaCompiled(CompiledEngine):
         packed = []
 
         def run():
-            qkv = xla_attention.packed_qkv(m, env, self.program, platform) if len(ctx_shape) == 4 \
+            split = xla_attention.packed_qkv(m, env, self.program, platform) if len(ctx_shape) == 4 \
                 and xla_attention.SPLIT_PACKED else None
-            if qkv is None:
+            if split is None:
                 return xla_attention.run(env[m.q], env[m.k], env[m.v], **how)
-            packed.append(True)
-            return xla_attention.run(*qkv, **how, btnh=True)
+            packed.append(split[1])
+            return xla_attention.run(*split[0], **how, btnh=True)
 
         out = self._fused("attention", m, by_index, run)
         if out is None or tuple(out.shape) != tuple(d if d >= 0 else s for d, s in zip(ctx_shape, out.shape)):
             return None
         env[m.out] = out.astype(np.dtype(env[m.q].dtype))
-        return how["implementation"] + (", split qkv" if packed else "") + (", causal" if how["causal"] else "")
+        return how["implementation"] + (f", split qkv ({packed[0]})" if packed else "") \
+            + (", causal" if how["causal"] else "")
 
     @staticmethod
     def _apply(p: _OpPlan, vals, ctx, quiet=None):

@@ -324,12 +324,14 @@ def _packed_projection(value, env, program):
 
 
 def packed_qkv(m: Match, env, program, platform: str = "cpu"):
-    """q, k, v as [B, T, H, D] computed straight from a packed projection (one GEMM each, written in the
-    layout the fused kernel reads, so no slice copies), or None when they do not come from one.
+    """(q, k, v as [B, T, H, D] computed straight from a packed projection, how: "kernel" or "einsums"), or
+    None when they do not come from one.
 
     Where the Linear kernel applies (``xla_linear.MODE``: CUDA, f16/bf16, tiles that divide), one kernel
-    computes the three with their bias, each into its own array; otherwise three einsums (which XLA's dot
-    merger merges into one GEMM again, followed by a bias-add and slice copy for each)."""
+    computes the three with their bias, each into its own array ("kernel"); otherwise three einsums, which
+    XLA's dot merger merges into one GEMM again, followed by a bias-add and slice copy for each. (Kept apart
+    with the dot merger off, XLA runs them as Triton GEMMs, which take no bias epilogue: the bias adds stay
+    and the GPT is no faster; benchmarks/README.md, fourth session.)"""
     import jax.numpy as jnp
 
     found = [_packed_projection(x, env, program) for x in (m.q, m.k, m.v)]
@@ -337,13 +339,13 @@ def packed_qkv(m: Match, env, program, platform: str = "cpu"):
         return None
     fused = _packed_by_kernel(found, env, platform)
     if fused is not None:
-        return fused
+        return fused, "kernel"
     out = []
     prec = "highest" if np.dtype(found[0][1].dtype) == np.float32 else None
     for _, x, w, bias, i in found:
         y = jnp.einsum("btc,chd->bthd", x, w[:, i], precision=prec)
         out.append(y if bias is None else y + bias[i])
-    return out
+    return out, "einsums"
 
 
 def _packed_by_kernel(found, env, platform):

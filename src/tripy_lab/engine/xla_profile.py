@@ -121,25 +121,50 @@ class CallTimes:
 
 
 _LIBRARY_KINDS = ("cuBLAS", "cuDNN", "custom call", "library", "attention", "Pallas")
+# a library kernel's family, read from its name (cuDNN's are checked first: their names hold "gemm" words too)
+_CUDNN = re.compile(r"cudnn|sdpa|fmha|flash", re.I)
+_CUBLAS = re.compile(r"nvjet|gemm|gemv|cublas|cutlass|xmma|splitk", re.I)
+_CONTINUES = re.compile(r"splitkreduce|reduce_kernel", re.I)  # a cuBLAS call's second kernel (split-K sum)
 
 
 def _sanitized(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
+def _layer_family(kind: str) -> str:
+    return "cudnn" if "cuDNN" in kind else ("cublas" if "cuBLAS" in kind else "other")
+
+
+def _kernel_family(name: str) -> str:
+    return "cudnn" if _CUDNN.search(name) else ("cublas" if _CUBLAS.search(name) else "other")
+
+
 def attribute(group: list[_Event], layers) -> list[tuple[str, _Event]]:
     """(layer name, event) for a call's events. An event's ``hlo_op`` names its layer, except inside a GPU
     command buffer (one thunk: ``hlo_op`` is the buffer), where kernels are matched to layers by name
-    (XLA names a fusion's kernel after the fusion, '.' -> '_') and library kernels (cuBLAS, cuDNN and
-    their memsets) go to the next library call of the layer table in schedule order."""
+    (XLA names a fusion's kernel after the fusion, '.' -> '_'; one kernel shared by identical fusions goes
+    to each of them in turn) and library kernels go to the next library call of their family (cuBLAS,
+    cuDNN, other) in the layer table's schedule order; memsets go with the kernel that follows them."""
     names = [ly.name for ly in layers]
     known = set(names)
     by_kernel = {_sanitized(n): k for k, n in enumerate(names)}
-    library = [any(s in ly.kind for s in _LIBRARY_KINDS) for ly in layers]
+    family = [_layer_family(ly.kind) if any(s in ly.kind for s in _LIBRARY_KINDS) else None for ly in layers]
     sig = [(ly.kind, ly.output_shapes, ly.output_dtypes) for ly in layers]
+    n = len(names)
     out: list[tuple[str, _Event]] = []
-    nxt, lib_at, lib_has_kernel = 0, None, False
+    nxt, last_lib = 0, None  # last_lib: (layer index, family) of the library call the last kernel went to
     taken: set[int] = set()
+    pending: list[_Event] = []  # memsets waiting for the kernel they belong to
+    last_of: dict[str, int] = {}  # library family -> the layer its last kernel went to
+
+    def after(start, ok):  # the first index from ``start`` on (then from the top) that ``ok`` accepts
+        return next((i for i in (*range(start, n), *range(0, start)) if ok(i)), None)
+
+    def place(k, e):
+        out.extend((names[k], m) for m in pending)
+        pending.clear()
+        out.append((names[k], e))
+
     for e in sorted(group, key=lambda e: e.start):
         if e.op in known:
             out.append((e.op, e))
@@ -149,23 +174,35 @@ def attribute(group: list[_Event], layers) -> list[tuple[str, _Event]]:
             base = re.sub(r"_\d+$", "", _sanitized(e.name))
             k = by_kernel.get(base) if base != _sanitized(e.name) else None
         if k is not None:
-            if k in taken:  # XLA reuses one kernel for identical fusions (repeated layers): take the next twin
-                k = next((i for i in range(nxt, len(names)) if sig[i] == sig[k] and i not in taken), k)
+            if k in taken:  # XLA reuses one kernel for identical fusions (repeated layers): the next twin
+                twin = after(nxt, lambda i: sig[i] == sig[k] and i not in taken and family[i] is None)
+                k = k if twin is None else twin
             taken.add(k)
-            out.append((names[k], e))
-            nxt, lib_at = k + 1, None
+            place(k, e)
+            nxt, last_lib = k + 1, None
             continue
-        memset = e.name.lower().startswith("memset") or e.name.lower().startswith("memcpy")
-        if lib_at is None or lib_has_kernel:  # memsets come before their call's kernel
-            start = nxt if lib_at is None else lib_at + 1
-            lib_at = next((i for i in range(start, len(names)) if library[i]), None)
-            lib_has_kernel = False
-            if lib_at is None:
-                out.append((e.op, e))
-                continue
-            nxt = lib_at + 1
-        lib_has_kernel = lib_has_kernel or not memset
-        out.append((names[lib_at], e))
+        low = e.name.lower()
+        if low.startswith("memset") or low.startswith("memcpy"):
+            pending.append(e)
+            continue
+        fam = _kernel_family(e.name)
+        if last_lib is not None and not pending and fam == "cublas" and _CONTINUES.search(e.name) \
+                and last_lib[1] == "cublas":
+            place(last_lib[0], e)  # split-K: the same cuBLAS call's second kernel
+            continue
+        start = nxt if last_lib is None else last_lib[0] + 1
+        k = after(start, lambda i: family[i] == fam and i not in taken)
+        if k is None:  # more kernels than calls of this library (a call of two kernels): the one before,
+            k = last_of.get(fam)  # so the surplus never shifts the kernels of another library
+        if k is None:
+            out.extend((m.op, m) for m in pending)
+            pending.clear()
+            out.append((e.op, e))
+            continue
+        taken.add(k)
+        place(k, e)
+        nxt, last_lib, last_of[fam] = k + 1, (k, fam), k
+    out.extend((m.op, m) for m in pending)
     return out
 
 
