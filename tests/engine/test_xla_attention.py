@@ -112,15 +112,23 @@ WQKV = np.random.default_rng(3).standard_normal((3 * H * D, 24)).astype(np.float
 BQKV = np.random.default_rng(4).standard_normal(3 * H * D).astype(np.float32)
 
 
-def packed_attention(x):
-    """GPT-2's c_attn: one Linear for q, k and v, reshaped and sliced."""
-    b, t = x.shape[0], x.shape[1]
-    lin = tp.Linear(24, 3 * H * D)
-    lin.weight, lin.bias = tp.Tensor(WQKV), tp.Tensor(BQKV)
-    qkv = tp.permute(tp.reshape(lin(x), (b, t, 3, H, D)), (2, 0, 3, 1, 4))
-    q, k, v = qkv[0], qkv[1], qkv[2]
-    s = tp.masked_fill((q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(D)), tp.Tensor(CAUSAL) == 0, float("-inf"))
-    return tp.softmax(s, dim=-1) @ v
+def packed_attention_of(w, b, heads, head_dim, mask):
+    """GPT-2's c_attn: one Linear (weight ``w`` [3 * heads * head_dim, Din], bias ``b``) for q, k and v,
+    reshaped and sliced, then attention masked where ``mask`` is 0 (also used by test_xla_linear.py)."""
+
+    def packed_attention(x):
+        bsz, t = x.shape[0], x.shape[1]
+        lin = tp.Linear(w.shape[1], w.shape[0])
+        lin.weight, lin.bias = tp.Tensor(w), tp.Tensor(b)
+        qkv = tp.permute(tp.reshape(lin(x), (bsz, t, 3, heads, head_dim)), (2, 0, 3, 1, 4))
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        s = (q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(head_dim))
+        return tp.softmax(tp.masked_fill(s, tp.Tensor(mask) == 0, float("-inf")), dim=-1) @ v
+
+    return packed_attention
+
+
+packed_attention = packed_attention_of(WQKV, BQKV, H, D, CAUSAL)
 
 
 def test_packed_qkv_projection_is_split_into_three_gemms():

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 from scipy.special import erfc
+from test_xla_attention import packed_attention_of
 
 import tripy_lab as tp
 from tripy_lab.engine import xla_attention, xla_linear, xla_pallas
@@ -116,16 +117,7 @@ H, D, T = 2, 16, 16
 WQKV = (np.random.default_rng(4).standard_normal((3 * H * D, 32)) / 5).astype(np.float32)
 BQKV = np.random.default_rng(5).standard_normal(3 * H * D).astype(np.float32)
 CAUSAL = np.tril(np.ones((T, T), np.float32))
-
-
-def packed_attention(x):
-    b, t = x.shape[0], x.shape[1]
-    lin = tp.Linear(32, 3 * H * D)
-    lin.weight, lin.bias = tp.Tensor(WQKV), tp.Tensor(BQKV)
-    qkv = tp.permute(tp.reshape(lin(x), (b, t, 3, H, D)), (2, 0, 3, 1, 4))
-    q, k, v = qkv[0], qkv[1], qkv[2]
-    s = tp.masked_fill((q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(D)), tp.Tensor(CAUSAL) == 0, float("-inf"))
-    return tp.softmax(s, dim=-1) @ v
+packed_attention = packed_attention_of(WQKV, BQKV, H, D, CAUSAL)
 
 
 def test_packed_qkv_by_one_kernel_with_three_outputs(modes):
