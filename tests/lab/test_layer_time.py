@@ -161,18 +161,3 @@ def test_a_surplus_library_kernel_stays_with_its_library():
     assert [n for n, _ in attribute(evs, layers)] == ["custom-call.1", "custom-call.1",
                                                       "dot_product_attention_fwd.2"]
 
-
-def test_back_to_back_calls_are_cut_by_their_kernel_count():
-    """Calls queued back to back leave no gap between them in the trace: they are cut into calls by the
-    count of their kernels, and only when every call launched the first call's kernels in its order."""
-    from tripy_lab.engine.xla_profile import _Event, _split_back_to_back
-
-    line = ("/device:GPU:0", "Stream #1")
-    names = ["loop_add_fusion", "nvjet_sm90_TNN", "cudnn_sdpa_fprop"]
-    evs = [_Event("command_buffer_0", names[i % 3], i, i + 1, line, None) for i in range(9)]
-    groups = _split_back_to_back(list(reversed(evs)), 3)
-    assert [[e.start for e in g] for g in groups] == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
-    assert _split_back_to_back(evs[:8], 3) is None  # a call lost a kernel
-    other = [*evs[:3], *evs[4:6], evs[3], *evs[6:]]  # same count, but a call's kernels in another order
-    other = [_Event(e.op, e.name, t, t + 1, line, None) for t, e in enumerate(other)]
-    assert _split_back_to_back(other, 3) is None

@@ -1016,8 +1016,7 @@ class XlaCompiled(CompiledEngine):
         self.synchronize()
         shapes, dims, _ = self._validate(args)
         layers = list(self.layers_for(self._execs[self._sig(shapes, dims)]))
-        gpu = self.device.platform != "cpu"
-        times = profile_calls(lambda: self.run(args), self.synchronize, calls, layers, back_to_back=gpu)
+        times = profile_calls(lambda: self.run(args), self.synchronize, calls, layers)
         if times is None:
             prof = super().profile(args, calls)
             prof.notes.append("the XLA profiler gave no events (another profiler session active?)")
@@ -1027,9 +1026,9 @@ class XlaCompiled(CompiledEngine):
             if op not in known:  # an instruction the layer table does not list: keep its time visible
                 layers.append(LayerRecord(name=op, kind="unlisted", source_ops=(), source_lines=(),
                                           output_shapes=(), output_dtypes=()))
-        where = ("CPU: span of the XLA thunk events of each call (XLA profiler)" if not gpu else
-                 "device time from the XLA profiler's GPU kernel trace (first kernel start to last kernel end)"
-                 + (" of calls run back to back" if times.back_to_back else ""))
+        where = ("device time from the XLA profiler's GPU kernel trace (first kernel start to last kernel end)"
+                 if self.device.platform != "cpu" else
+                 "CPU: span of the XLA thunk events of each call (XLA profiler)")
         return EngineProfile(times.compute_s, {ly.name: times.op_s.get(ly.name, 0.0) for ly in layers}, layers,
                              where, times.notes, times.wall_s)
 

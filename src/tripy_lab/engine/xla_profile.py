@@ -94,19 +94,6 @@ def _split(events: list[_Event], calls: int) -> list[list[_Event]]:
     return [evs[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-def _split_back_to_back(events: list[_Event], calls: int) -> list[list[_Event]] | None:
-    """The events of ``calls`` calls queued back to back (no gap marks where one ends), cut into calls by
-    their count: an executable launches the same kernels in the same order every call. None when the
-    count does not divide or a call's kernel names differ from the first call's."""
-    if not events or calls < 1 or len(events) % calls:
-        return None
-    evs = sorted(events, key=lambda e: e.start)
-    k = len(evs) // calls
-    groups = [evs[i * k:(i + 1) * k] for i in range(calls)]
-    first = [e.name for e in groups[0]]
-    return groups if all([e.name for e in g] == first for g in groups[1:]) else None
-
-
 def _outermost(group: list[_Event]) -> list[_Event]:
     """Drop events that lie inside another event of the same thread/stream."""
     out = []
@@ -130,15 +117,14 @@ class CallTimes:
     op_s: dict[str, float]  # hlo op (layer name) -> seconds per call (median over the calls)
     op_count: dict[str, float]  # hlo op -> events per call
     notes: list[str]
-    wall_s: list[float]  # host wall time of each profiled call() + sync() (back to back: the batch's / calls)
-    back_to_back: bool = False  # the calls ran back to back (GPU: the clocks of sustained work)
+    wall_s: list[float]  # host wall time of each profiled call() + sync()
 
 
 _LIBRARY_KINDS = ("cuBLAS", "cuDNN", "custom call", "library", "attention", "Pallas")
 # a library kernel's family, read from its name (cuDNN's are checked first: their names hold "gemm" words too)
 _CUDNN = re.compile(r"cudnn|sdpa|fmha|flash", re.I)
 _CUBLAS = re.compile(r"nvjet|gemm|gemv|cublas|cutlass|xmma|splitk", re.I)
-_CONTINUES = re.compile(r"splitkreduce|reduce_kernel", re.I)  # a cuBLAS call's second kernel (split-K sum)
+_CONTINUES = re.compile(r"splitkreduce", re.I)  # a cuBLAS call's second kernel (the split-K sum)
 
 
 def _sanitized(name: str) -> str:
@@ -200,8 +186,7 @@ def attribute(group: list[_Event], layers) -> list[tuple[str, _Event]]:
             pending.append(e)
             continue
         fam = _kernel_family(e.name)
-        if last_lib is not None and not pending and fam == "cublas" and _CONTINUES.search(e.name) \
-                and last_lib[1] == "cublas":
+        if last_lib is not None and last_lib[1] == "cublas" and not pending and _CONTINUES.search(e.name):
             place(last_lib[0], e)  # split-K: the same cuBLAS call's second kernel
             continue
         start = nxt if last_lib is None else last_lib[0] + 1
@@ -220,35 +205,9 @@ def attribute(group: list[_Event], layers) -> list[tuple[str, _Event]]:
     return out
 
 
-def profile_calls(call, sync, calls: int, layers=(), module: str = MODULE,
-                  back_to_back: bool = False) -> CallTimes | None:
+def profile_calls(call, sync, calls: int, layers=(), module: str = MODULE) -> CallTimes | None:
     """Run ``call(); sync()`` ``calls`` times under the profiler. None when no profiler session can start
-    (another one is active) or the trace holds no events of ``module``.
-
-    ``back_to_back`` (GPUs): the calls are queued with one sync at the end, so the device runs as it does for
-    throughput (a GPU's clocks under sustained work: an H200 ran a GEMM chain 0.74 ms per synchronized call
-    and 0.85 ms back to back), and cut into calls by their kernel count; if they cannot be, synchronized
-    calls are timed instead, with a note."""
-    notes = []
-    if back_to_back:
-        try:
-            stop = _session()
-        except Exception:
-            return None
-        try:
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                call()
-            sync()
-            batch = time.perf_counter() - t0
-        finally:
-            data = stop()
-        events = _events(data, module)
-        groups = _split_back_to_back(events, calls)
-        if groups is not None:
-            return _call_times(groups, calls, layers, notes, [batch / calls] * calls, True)
-        notes.append(f"back-to-back calls could not be told apart in the trace ({len(events)} events for "
-                     f"{calls} calls): synchronized calls timed instead")
+    (another one is active) or the trace holds no events of ``module``."""
     try:
         stop = _session()
     except Exception:  # another profiler session is active, or this jaxlib lacks the in-memory session
@@ -266,10 +225,7 @@ def profile_calls(call, sync, calls: int, layers=(), module: str = MODULE,
     groups = _split(_events(data, module), calls)
     if not groups:
         return None
-    return _call_times(groups, calls, layers, notes, wall, False)
-
-
-def _call_times(groups, calls, layers, notes, wall, back_to_back) -> CallTimes:
+    notes = []
     if len(groups) != calls:
         notes.append(f"the trace splits into {len(groups)} groups of events for {calls} calls")
     compute = [(max(e.end for e in g) - min(e.start for e in g)) * 1e-9 for g in groups]
@@ -283,4 +239,4 @@ def _call_times(groups, calls, layers, notes, wall, back_to_back) -> CallTimes:
         per_call.append(times)
     # the median call's share of each op: robust to a call that a busy host preempted
     op_s = {op: float(np.median([t.get(op, 0.0) for t in per_call])) for op in op_n}
-    return CallTimes(compute, op_s, op_n, notes, wall if len(groups) == calls else [], back_to_back)
+    return CallTimes(compute, op_s, op_n, notes, wall if len(groups) == calls else [])

@@ -251,8 +251,8 @@ def benchmark(
 
     * ``compute_ms``: median time of the engine's work per call, measured by the engine (xla: the XLA
       profiler's device trace, GPU kernels or CPU thunks; reference: the interpreter's wall time;
-      onnxruntime: wall time of its session's run) over ``profile_calls`` calls (synchronized; the xla
-      engine on a GPU runs them back to back, as throughput runs them); ``compute_method`` says how.
+      onnxruntime: wall time of its session's run) over ``profile_calls`` synchronized calls;
+      ``compute_method`` says how.
     * ``latency_ms`` (and ``latency_p10_ms`` ... ``latency_std_ms``): host wall time of one call followed
       by ``synchronize()``, over ``iters`` calls after ``warmup``.
     * ``back_to_back_ms``: wall time per call of calls queued back to back with one synchronize at the
