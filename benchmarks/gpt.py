@@ -53,6 +53,26 @@ class Attention(tp.Module):
         return self.c_proj(tp.reshape(tp.permute(out, (0, 2, 1, 3)), (b, t, self.d)))
 
 
+class SeparateAttention(Attention):
+    """The same attention with q, k and v from three Linear layers (the packed c_attn weight cut in three)."""
+
+    def __init__(self, d: int, heads: int):
+        tp.Module.__init__(self)
+        self.d, self.heads = d, heads
+        self.q_proj, self.k_proj, self.v_proj = (tp.Linear(d, d, dtype=tp.float16) for _ in range(3))
+        self.c_proj = tp.Linear(d, d, dtype=tp.float16)
+
+    def forward(self, x, mask):
+        b, t = x.shape[0], x.shape[1]
+        dh = self.d // self.heads
+        q, k, v = (tp.permute(tp.reshape(p(x), (b, t, self.heads, dh)), (0, 2, 1, 3))
+                   for p in (self.q_proj, self.k_proj, self.v_proj))
+        att = (q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(dh))
+        att = tp.masked_fill(att, mask == 0, float("-inf"))
+        out = tp.softmax(att, dim=-1) @ v
+        return self.c_proj(tp.reshape(tp.permute(out, (0, 2, 1, 3)), (b, t, self.d)))
+
+
 class Mlp(tp.Module):
     def __init__(self, d: int):
         super().__init__()
@@ -64,10 +84,10 @@ class Mlp(tp.Module):
 
 
 class Block(tp.Module):
-    def __init__(self, d: int, heads: int):
+    def __init__(self, d: int, heads: int, separate_qkv: bool = False):
         super().__init__()
         self.ln_1 = tp.LayerNorm(d, dtype=tp.float16)
-        self.attn = Attention(d, heads)
+        self.attn = (SeparateAttention if separate_qkv else Attention)(d, heads)
         self.ln_2 = tp.LayerNorm(d, dtype=tp.float16)
         self.mlp = Mlp(d)
 
@@ -77,11 +97,12 @@ class Block(tp.Module):
 
 
 class GPT(tp.Module):
-    def __init__(self, layers: int = L, d: int = D, heads: int = H, vocab: int = V, tmax: int = TMAX):
+    def __init__(self, layers: int = L, d: int = D, heads: int = H, vocab: int = V, tmax: int = TMAX,
+                 separate_qkv: bool = False):
         super().__init__()
         self.wte = tp.Embedding(vocab, d, dtype=tp.float16)
         self.wpe = tp.Embedding(tmax, d, dtype=tp.float16)
-        self.h = [Block(d, heads) for _ in range(layers)]
+        self.h = [Block(d, heads, separate_qkv) for _ in range(layers)]
         self.ln_f = tp.LayerNorm(d, dtype=tp.float16)
         self.causal = np.tril(np.ones((tmax, tmax), np.float32))
 
@@ -94,8 +115,15 @@ class GPT(tp.Module):
         return self.ln_f(x) @ tp.transpose(self.wte.weight, 0, 1)
 
 
-def tripy_gpt(params, **sizes) -> GPT:
-    model = GPT(**sizes)
+def tripy_gpt(params, separate_qkv: bool = False, **sizes) -> GPT:
+    """The tripy-lab GPT; ``separate_qkv``: q, k, v from three Linear layers holding c_attn's thirds."""
+    model = GPT(separate_qkv=separate_qkv, **sizes)
+    if separate_qkv:
+        params = dict(params)
+        for key in [k for k in params if ".attn.c_attn." in k]:
+            parts = np.split(params.pop(key), 3)
+            for name, part in zip(("q_proj", "k_proj", "v_proj"), parts):
+                params[key.replace("c_attn", name)] = part
     model.load_state_dict({k: tp.Tensor(v) for k, v in params.items()})
     return model
 

@@ -92,6 +92,7 @@ def main():
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--shapes", default="8x1024,1x128")
     p.add_argument("--profile-all", action="store_true", help="per-layer profile of every variant")
+    p.add_argument("--separate-qkv", action="store_true", help="q, k, v from three Linear layers")
     a = p.parse_args()
     import jax
 
@@ -101,7 +102,7 @@ def main():
 
     rng = np.random.default_rng(0)
     params = gpt.weights(rng)
-    model = gpt.tripy_gpt(params)
+    model = gpt.tripy_gpt(params, separate_qkv=a.separate_qkv)
     gpu = jax.devices()[0]
     results = {}
     for b, t in (tuple(int(v) for v in bt.split("x")) for bt in a.shapes.split(",")):

@@ -161,3 +161,38 @@ def test_a_surplus_library_kernel_stays_with_its_library():
     assert [n for n, _ in attribute(evs, layers)] == ["custom-call.1", "custom-call.1",
                                                       "dot_product_attention_fwd.2"]
 
+
+
+def test_back_to_back_calls_are_cut_by_their_kernel_count():
+    """Calls queued back to back leave no gap between them in the trace: the last ``keep`` calls are cut off
+    by the count of their kernels, and only when each of them launched the same kernels in the same order."""
+    from tripy_lab.engine.xla_profile import _Event, _split_back_to_back
+
+    line = ("/device:GPU:0", "Stream #1")
+    names = ["loop_add_fusion", "nvjet_sm90_TNN", "cudnn_sdpa_fprop"]
+    evs = [_Event("command_buffer_0", names[i % 3], i, i + 1, line, None) for i in range(12)]
+    groups = _split_back_to_back(list(reversed(evs)), 4, 2)  # 2 warm calls, then the 2 kept
+    assert [[e.start for e in g] for g in groups] == [[6, 7, 8], [9, 10, 11]]
+    assert _split_back_to_back(evs[:11], 4, 2) is None  # a call lost a kernel
+    assert _split_back_to_back(evs, 4, 5) is None  # more kept calls than ran
+    other = [*evs[:6], *evs[7:9], evs[6], *evs[9:]]  # same count, but a kept call's kernels in another order
+    other = [_Event(e.op, e.name, t, t + 1, line, None) for t, e in enumerate(other)]
+    assert _split_back_to_back(other, 4, 2) is None
+
+
+def test_sustained_profile_times_back_to_back_calls(xla_exe):
+    """The GPU path (calls back to back after sustained work), run on this machine's device: each kept call
+    is cut from the trace whole, its compute lies inside its period, and the layer times still sum up."""
+    from tripy_lab.engine import xla_profile
+
+    compiled = xla_exe._compiled
+    args = xla_exe.engine_args(x=np.ones((64, 192), np.float32))
+    compiled.run(args)
+    compiled.synchronize()
+    layers = compiled.layers
+    times = xla_profile.profile_calls(lambda: compiled.run(args), compiled.synchronize, 6, layers, sustain_s=0.05)
+    assert times is not None and times.back_to_back, times
+    assert len(times.compute_s) == 6 and len(times.wall_s) == 6
+    assert all(0 < c <= w * 1.0001 for c, w in zip(times.compute_s[:-1], times.wall_s[:-1])), times
+    compute = float(np.median(times.compute_s))
+    assert abs(sum(times.op_s.values()) - compute) <= 0.15 * compute, times

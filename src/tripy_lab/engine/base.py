@@ -70,7 +70,8 @@ class EngineProfile:
     layers: list[LayerRecord]
     method: str
     notes: list[str] = field(default_factory=list)
-    # host wall time of each profiled synchronized call (where the engine records it): the bound compute_s keeps
+    # host wall time of each profiled synchronized call (where the engine records it): the bound compute_s keeps;
+    # for calls run back to back (xla on a GPU), each call's period on the device
     wall_s: list[float] = field(default_factory=list)
 
 

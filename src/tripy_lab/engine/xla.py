@@ -1010,13 +1010,15 @@ class XlaCompiled(CompiledEngine):
 
     def profile(self, args: Sequence[Any], calls: int = 10) -> EngineProfile:
         """Device time per call and per layer, from jax's profiler (see ``xla_profile``)."""
-        from tripy_lab.engine.xla_profile import profile_calls
+        from tripy_lab.engine.xla_profile import SUSTAIN_S, profile_calls
 
         self.run(args)  # builds this signature if it is new
         self.synchronize()
         shapes, dims, _ = self._validate(args)
         layers = list(self.layers_for(self._execs[self._sig(shapes, dims)]))
-        times = profile_calls(lambda: self.run(args), self.synchronize, calls, layers)
+        gpu = self.device.platform != "cpu"
+        times = profile_calls(lambda: self.run(args), self.synchronize, calls, layers,
+                              sustain_s=SUSTAIN_S if gpu else 0.0)
         if times is None:
             prof = super().profile(args, calls)
             prof.notes.append("the XLA profiler gave no events (another profiler session active?)")
@@ -1026,9 +1028,10 @@ class XlaCompiled(CompiledEngine):
             if op not in known:  # an instruction the layer table does not list: keep its time visible
                 layers.append(LayerRecord(name=op, kind="unlisted", source_ops=(), source_lines=(),
                                           output_shapes=(), output_dtypes=()))
-        where = ("device time from the XLA profiler's GPU kernel trace (first kernel start to last kernel end)"
-                 if self.device.platform != "cpu" else
-                 "CPU: span of the XLA thunk events of each call (XLA profiler)")
+        where = ("CPU: span of the XLA thunk events of each call (XLA profiler)" if not gpu else
+                 "device time from the XLA profiler's GPU kernel trace (first kernel start to last kernel end)"
+                 + (f" of calls run back to back after {SUSTAIN_S:g} s of them (sustained clocks)"
+                    if times.back_to_back else " of synchronized calls"))
         return EngineProfile(times.compute_s, {ly.name: times.op_s.get(ly.name, 0.0) for ly in layers}, layers,
                              where, times.notes, times.wall_s)
 
