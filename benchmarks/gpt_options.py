@@ -83,6 +83,13 @@ VARIANTS = {
     # operand load) win even where cuBLAS alone is faster for the bare GEMM
     "no_cublas_fallback": {"xla_gpu_cublas_fallback": False},
     "triton_gemm_any+no_cublas_fallback": {"xla_gpu_triton_gemm_any": True, "xla_gpu_cublas_fallback": False},
+    # a Triton GEMM fusion with several outputs: the merged q/k/v GEMM writing q, k and v (+ bias) itself
+    "triton_multi_output+no_cublas_fallback": {"xla_gpu_unsupported_enable_triton_multi_output_fusion": True,
+                                               "xla_gpu_cublas_fallback": False},
+    "gemm_fusion_v2": {"xla_gpu_experimental_gemm_fusion_v2": True},
+    "force_triton_gemm+multi_output": {"xla_gpu_unsupported_force_triton_gemm": True,
+                                       "xla_gpu_unsupported_enable_triton_multi_output_fusion": True},
+    "block_level_rewriter": {"xla_gpu_experimental_enable_fusion_block_level_rewriter": True},
 }
 
 
