@@ -61,6 +61,7 @@ VARIANTS = {
     "no_cublas_pad": {"xla_disable_hlo_passes": "cublas-pad-for-gemms"},
     "no_cublas_pad+no_triton_gemm": {"xla_disable_hlo_passes": "cublas-pad-for-gemms",
                                      "xla_gpu_enable_triton_gemm": False},
+    "no_cublas_pad+cublaslt": {"xla_disable_hlo_passes": "cublas-pad-for-gemms", "xla_gpu_enable_cublaslt": True},
     "no_cublas_pad+heroless": {"xla_disable_hlo_passes": "cublas-pad-for-gemms",
                                "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True},
     "triton_multi_output": {"xla_gpu_unsupported_enable_triton_multi_output_fusion": True},
