@@ -196,3 +196,16 @@ def test_sustained_profile_times_back_to_back_calls(xla_exe):
     assert all(0 < c <= w * 1.0001 for c, w in zip(times.compute_s[:-1], times.wall_s[:-1])), times
     compute = float(np.median(times.compute_s))
     assert abs(sum(times.op_s.values()) - compute) <= 0.15 * compute, times
+
+
+def test_a_failing_call_is_not_taken_for_a_missing_profiler():
+    """The sustained path starts its profiler session, then runs the calls: their own error reaches the user
+    (a None here would read as "no profiler events" and time something else)."""
+    from tripy_lab.core.errors import TripyException
+    from tripy_lab.engine import xla_profile
+
+    def call():
+        raise TripyException("Argument 'x' has dtype float64, expected float32.")
+
+    with pytest.raises(TripyException, match="dtype float64"):
+        xla_profile.profile_calls(call, lambda: None, 3, sustain_s=0.01)

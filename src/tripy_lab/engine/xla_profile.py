@@ -224,10 +224,9 @@ def _split_back_to_back(events: list[_Event], total: int, keep: int) -> list[lis
     return groups if all([e.name for e in g] == first for g in groups[1:]) else None
 
 
-def _sustained(call, sync, calls: int, sustain_s: float, module: str):
+def _sustained(stop, call, sync, calls: int, sustain_s: float, module: str):
     """(groups, per-call periods) of ``calls`` calls run back to back after ``sustain_s`` seconds of the
-    same calls, or None when the trace cannot be cut into calls (or holds no events)."""
-    stop = _session()
+    same calls, in the profiler session that ``stop`` ends; None when the trace cannot be cut into calls."""
     try:
         warm, end = 0, time.perf_counter() + sustain_s
         while time.perf_counter() < end and warm < SUSTAIN_MAX_CALLS:
@@ -261,9 +260,10 @@ def profile_calls(call, sync, calls: int, layers=(), module: str = MODULE,
     notes = []
     if sustain_s > 0:
         try:
-            cut = _sustained(call, sync, calls, sustain_s, module)
+            stop = _session()
         except Exception:  # another profiler session is active, or this jaxlib lacks the in-memory session
             return None
+        cut = _sustained(stop, call, sync, calls, sustain_s, module)  # the call's own errors propagate
         if cut is not None:
             return _call_times(cut[0], calls, layers, notes, cut[1], True)
         notes.append("back-to-back calls could not be told apart in the trace: synchronized calls timed instead")
