@@ -8,15 +8,13 @@ the build notes show whether concurrent compiles slow each other or one point is
 
 import os
 import sys
-import tempfile
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-import jax
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt  # noqa: E402
+from bench_gpu import fresh_build  # noqa: E402
 
 import tripy_lab as tp  # noqa: E402
 from tripy_lab import pipeline  # noqa: E402
@@ -24,11 +22,8 @@ from tripy_lab.engine import xla  # noqa: E402
 
 
 def fresh(lowered, shapes):
-    tp.config.compilation_cache_dir = tempfile.mkdtemp(prefix="tripy-bench-")
-    jax.clear_caches()
-    start = time.perf_counter()
-    built = lowered.build(engine="xla", shapes=shapes)
-    return round(time.perf_counter() - start, 3), [n for n in built.report.notes if n.startswith("built")]
+    built, seconds = fresh_build(lowered, shapes)
+    return round(seconds, 3), [n for n in built.report.notes if n.startswith("built")]
 
 
 def main() -> None:

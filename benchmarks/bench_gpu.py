@@ -177,6 +177,20 @@ def bench_gemm(results):
                        "torch_matmul_tflops": flops / t_torch / 1e12, "ratio": t_torch / t_ours}
 
 
+def fresh_build(lowered, shapes):
+    """(Built, seconds) of ``lowered.build`` on the xla engine with an empty persistent cache and no in-memory
+    jax caches: a real compile."""
+    import tempfile
+
+    import jax
+
+    tp.config.compilation_cache_dir = tempfile.mkdtemp(prefix="tripy-bench-")
+    jax.clear_caches()
+    start = time.perf_counter()
+    built = lowered.build(engine="xla", shapes=shapes)
+    return built, time.perf_counter() - start
+
+
 def bench_gpt(results, out_dir=None):
     import jax
     import torch
@@ -193,25 +207,16 @@ def bench_gpt(results, out_dir=None):
     start = time.perf_counter()
     lowered = pipeline.trace(model, args=[info]).lower()
     r["trace_lower_s"] = time.perf_counter() - start
-    import tempfile
-
-    def fresh_build(shapes):  # an empty persistent cache and no in-memory jax caches: a real compile
-        tp.config.compilation_cache_dir = tempfile.mkdtemp(prefix="tripy-bench-")
-        jax.clear_caches()
-        start = time.perf_counter()
-        b = lowered.build(engine="xla", shapes=shapes)
-        return b, time.perf_counter() - start
-
-    fresh_build("opt")  # warm-up: the first build in a process also initializes cuBLAS/cuDNN and the autotuner
-    _, r["build_opt_only_s"] = fresh_build("opt")
-    built, r["build_profile_points_s"] = fresh_build("profile")
+    fresh_build(lowered, "opt")  # warm-up: the first build in a process also initializes cuBLAS/cuDNN and the autotuner
+    _, r["build_opt_only_s"] = fresh_build(lowered, "opt")
+    built, r["build_profile_points_s"] = fresh_build(lowered, "profile")
     r["build_ratio_three_vs_one"] = r["build_profile_points_s"] / r["build_opt_only_s"]
     r["goal_build_1.5x"] = r["build_ratio_three_vs_one"] <= 1.5
     r["shapes_built"] = built.report.cache["shapes_built"]
     r["build_notes"] = [n for n in built.report.notes if "built" in n or "attention" in n or "concurrent" in n]
     exe_profile = built.executable()  # min and max untuned (xla.TUNE_OPT_ONLY): B8 T1024 is the profile's max
     # the measured executable: both benchmark shapes requested by name, so both are tuned like opt
-    tuned, r["build_requested_s"] = fresh_build([{"idx": (8, 1024)}, {"idx": (1, 128)}])
+    tuned, r["build_requested_s"] = fresh_build(lowered, [{"idx": (8, 1024)}, {"idx": (1, 128)}])
     r["requested_notes"] = [n for n in tuned.report.notes if "autotuning" in n or "built" in n]
     exe = tuned.executable()
     gpu = jax.devices("gpu")[0]

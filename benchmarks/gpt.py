@@ -41,12 +41,15 @@ class Attention(tp.Module):
         self.c_attn = tp.Linear(d, 3 * d, dtype=tp.float16)
         self.c_proj = tp.Linear(d, d, dtype=tp.float16)
 
+    def qkv(self, x, b, t, dh):
+        """q, k, v as [B, H, T, dh], sliced from the packed projection."""
+        qkv = tp.permute(tp.reshape(self.c_attn(x), (b, t, 3, self.heads, dh)), (2, 0, 3, 1, 4))
+        return qkv[0], qkv[1], qkv[2]
+
     def forward(self, x, mask):
         b, t = x.shape[0], x.shape[1]
         dh = self.d // self.heads
-        qkv = tp.reshape(self.c_attn(x), (b, t, 3, self.heads, dh))
-        qkv = tp.permute(qkv, (2, 0, 3, 1, 4))
-        q, k, v = qkv[0], qkv[1], qkv[2]
+        q, k, v = self.qkv(x, b, t, dh)
         att = (q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(dh))
         att = tp.masked_fill(att, mask == 0, float("-inf"))
         out = tp.softmax(att, dim=-1) @ v
@@ -62,15 +65,9 @@ class SeparateAttention(Attention):
         self.q_proj, self.k_proj, self.v_proj = (tp.Linear(d, d, dtype=tp.float16) for _ in range(3))
         self.c_proj = tp.Linear(d, d, dtype=tp.float16)
 
-    def forward(self, x, mask):
-        b, t = x.shape[0], x.shape[1]
-        dh = self.d // self.heads
-        q, k, v = (tp.permute(tp.reshape(p(x), (b, t, self.heads, dh)), (0, 2, 1, 3))
-                   for p in (self.q_proj, self.k_proj, self.v_proj))
-        att = (q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(dh))
-        att = tp.masked_fill(att, mask == 0, float("-inf"))
-        out = tp.softmax(att, dim=-1) @ v
-        return self.c_proj(tp.reshape(tp.permute(out, (0, 2, 1, 3)), (b, t, self.d)))
+    def qkv(self, x, b, t, dh):
+        return tuple(tp.permute(tp.reshape(p(x), (b, t, self.heads, dh)), (0, 2, 1, 3))
+                     for p in (self.q_proj, self.k_proj, self.v_proj))
 
 
 class Mlp(tp.Module):

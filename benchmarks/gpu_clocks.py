@@ -18,6 +18,7 @@ import numpy as np
 
 import tripy_lab as tp
 from tripy_lab.lab import benchmark
+from tripy_lab.lab.timing import time_back_to_back
 
 QUERY = "--query-gpu=clocks.sm,power.draw,clocks_event_reasons.active"
 samples: list[tuple[float, list[str]]] = []
@@ -47,14 +48,7 @@ def phase(name: str, fn) -> None:
 
 
 def back_to_back(exe, x, n: int):
-    def run():
-        exe.synchronize()
-        start = time.perf_counter()
-        for _ in range(n):
-            exe(x)
-        exe.synchronize()
-        return f"{(time.perf_counter() - start) / n * 1e3:.4f} ms/call"
-    return run
+    return lambda: f"{time_back_to_back(exe, {'x': x}, n) * 1e3:.4f} ms/call (median of 3 batches of {n})"
 
 
 def gemm_chain(x, w):
@@ -71,9 +65,9 @@ def main() -> None:
     exe = tp.compile(gemm_chain, args=[tp.InputInfo((4096, 4096), tp.float16), tp.Tensor(w)], engine="xla")
     ones = jax.device_put(np.ones((4096, 4096), np.float16))
     rnd = jax.device_put(np.random.default_rng(2).standard_normal((4096, 4096)).astype(np.float16))
-    phase("warm-up, 400 calls", back_to_back(exe, ones, 400))
+    phase("warm-up", back_to_back(exe, ones, 150))
     for name, x in (("ones", ones), ("random", rnd)) * 2:
-        phase(f"{name}, 250 calls back to back", back_to_back(exe, x, 250))
+        phase(f"{name}, back to back", back_to_back(exe, x, 250))
 
     def synchronized():
         times = []
