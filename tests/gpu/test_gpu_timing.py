@@ -138,7 +138,6 @@ def test_pallas_linear_gelu_matches_unfused_and_is_timed_as_its_own_layer():
     assert abs(df.attrs["layers_ms"] - df.attrs["compute_ms"]) <= 0.15 * df.attrs["compute_ms"], df.attrs
 
 
-
 def test_packed_qkv_split_into_cudnn_attention_matches_the_reference():
     """GPT-2's c_attn sliced into q, k, v in f16: q, k, v are computed from the packed projection in the
     layout cuDNN reads, and the result is the reference interpreter's."""

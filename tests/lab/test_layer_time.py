@@ -162,7 +162,6 @@ def test_a_surplus_library_kernel_stays_with_its_library():
                                                       "dot_product_attention_fwd.2"]
 
 
-
 def test_back_to_back_calls_are_cut_by_their_kernel_count():
     """Calls queued back to back leave no gap between them in the trace: the last ``keep`` calls are cut off
     by the count of their kernels, and only when each of them launched the same kernels in the same order."""
