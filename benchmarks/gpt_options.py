@@ -91,6 +91,18 @@ VARIANTS = {
     "force_triton_gemm+multi_output": {"xla_gpu_unsupported_force_triton_gemm": True,
                                        "xla_gpu_unsupported_enable_triton_multi_output_fusion": True},
     "block_level_rewriter": {"xla_gpu_experimental_enable_fusion_block_level_rewriter": True},
+    # XLA offers every GEMM to Triton (triton_gemm_any); a GEMM whose autotuning then picks cuBLAS loses the
+    # bias / residual epilogue cuBLASLt takes when the GEMM is rewritten directly. Off, pure GEMMs go to
+    # cuBLASLt with their epilogues -- and so does the lm head (N = 50257), padded, or unpadded without the
+    # padding pass
+    "no_triton_gemm_any": {"xla_gpu_triton_gemm_any": False},
+    "no_triton_gemm_any+cublaslt": {"xla_gpu_triton_gemm_any": False, "xla_gpu_enable_cublaslt": True},
+    "no_triton_gemm_any+no_dot_merger": {"xla_gpu_triton_gemm_any": False, "xla_disable_hlo_passes": "dot-merger"},
+    "no_triton_gemm_any+no_cublas_pad": {"xla_gpu_triton_gemm_any": False,
+                                         "xla_disable_hlo_passes": "cublas-pad-for-gemms"},
+    # Triton GEMMs off: cuBLASLt takes the epilogues, also inside command buffers
+    "lt_epilogues": {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True,
+                     "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL"},
 }
 
 
