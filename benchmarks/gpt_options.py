@@ -25,6 +25,8 @@ from bench_gpu import timed  # noqa: E402
 
 import tripy_lab as tp  # noqa: E402
 
+_CMDBUF_ALL = "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"
+_LT = {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True}
 VARIANTS = {
     "defaults": {},
     "cublaslt": {"xla_gpu_enable_cublaslt": True},
@@ -103,6 +105,42 @@ VARIANTS = {
     # Triton GEMMs off: cuBLASLt takes the epilogues, also inside command buffers
     "lt_epilogues": {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True,
                      "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL"},
+    # "_split" sets xla_split.MODE ("off" in this benchmark unless a variant says "auto"): the lm head in an executable
+    # of its own (XLA's Triton GEMM writes its unaligned rows), the rest with "_body" (default: xla_split.BODY_OPTIONS)
+    "split": {"_split": "auto"},
+    "split+lt_cmdbuf": {"_split": "auto", "_body": {
+        "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True,
+        "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL"}},
+    "split+block_level": {"_split": "auto", "_body": {
+        "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True,
+        "xla_gpu_experimental_enable_fusion_block_level_rewriter": True}},
+    "split_any_off": {"_split": "auto", "_body": {"xla_gpu_triton_gemm_any": False}},
+    # cuBLASLt GEMMs for q, k and v apart (each with its bias epilogue, in the attention kernel's layout) instead of
+    # XLA merging them into one GEMM followed by a bias-add and slice copy
+    "split+no_dot_merger": {"_split": "auto", "_body": {
+        "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True, "xla_disable_hlo_passes": "dot-merger"}},
+    # "_head": xla_split.HEAD_OPTIONS: the lm head on cuBLASLt, unpadded (torch.compile's is cuBLAS on N = 50257)
+    "split+head_lt_nopad": {"_split": "auto", "_head": {**_LT, "xla_disable_hlo_passes": "cublas-pad-for-gemms"}},
+    "split+head_lt": {"_split": "auto", "_head": _LT},
+    "split+head_nopad": {"_split": "auto", "_head": {"xla_gpu_enable_triton_gemm": False,
+                                                     "xla_disable_hlo_passes": "cublas-pad-for-gemms"}},
+    "split+heroless": {"_split": "auto", "_body": {
+        **_LT, "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True}},
+    "split+no_dot_merger+heroless": {"_split": "auto", "_body": {
+        **_LT, "xla_disable_hlo_passes": "dot-merger",
+        "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True}},
+    "split+head_exhaustive": {"_split": "auto", "_head": {"xla_gpu_exhaustive_tiling_search": True}},
+    "split+cmdbuf_all": {"_split": "auto", "_body": {**_LT, "xla_gpu_enable_command_buffer": _CMDBUF_ALL}},
+    "split+no_dot_merger+heroless+cmdbuf_all": {"_split": "auto", "_body": {
+        **_LT, "xla_disable_hlo_passes": "dot-merger", "xla_gpu_enable_command_buffer": _CMDBUF_ALL,
+        "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True}},
+    "split+no_dot_merger+heroless+cmdbuf_all+head_exhaustive": {"_split": "auto", "_body": {
+        **_LT, "xla_disable_hlo_passes": "dot-merger", "xla_gpu_enable_command_buffer": _CMDBUF_ALL,
+        "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True},
+        "_head": {"xla_gpu_exhaustive_tiling_search": True}},
+    "split+no_dot_merger+block_level": {"_split": "auto", "_body": {
+        "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True, "xla_disable_hlo_passes": "dot-merger",
+        "xla_gpu_experimental_enable_fusion_block_level_rewriter": True}},
 }
 
 
@@ -117,7 +155,7 @@ def main():
     import jax
 
     from tripy_lab import pipeline
-    from tripy_lab.engine import xla, xla_attention, xla_linear
+    from tripy_lab.engine import xla, xla_attention, xla_linear, xla_split
     from tripy_lab.lab import profile
 
     rng = np.random.default_rng(0)
@@ -125,6 +163,7 @@ def main():
     model = gpt.tripy_gpt(params, separate_qkv=a.separate_qkv)
     gpu = jax.devices()[0]
     results = {}
+    body_defaults = dict(xla_split.BODY_OPTIONS)
     for b, t in (tuple(int(v) for v in bt.split("x")) for bt in a.shapes.split(",")):
         lowered = pipeline.trace(model, args=[tp.InputInfo((b, t), tp.int32)]).lower()
         idx = jax.device_put(rng.integers(0, gpt.V, (b, t)).astype(np.int32), gpu)
@@ -132,6 +171,9 @@ def main():
             options = dict(VARIANTS[name])
             xla_attention.MODE = options.pop("_attention", "auto")
             xla_linear.MODE = options.pop("_linear", "off")
+            xla_split.MODE = options.pop("_split", "off")
+            xla_split.BODY_OPTIONS = options.pop("_body", body_defaults)
+            xla_split.HEAD_OPTIONS = options.pop("_head", {})
             xla.OPT_LEVEL_OPTIONS[3] = options
             try:
                 built = lowered.build(engine="xla", shapes="opt")

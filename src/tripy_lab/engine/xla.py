@@ -29,6 +29,10 @@ How a program runs
   module switch ``FOLD_CONSTANTS = False`` so is every constant that no shape operand is computed from
   (``xla_ops.SHAPE_OPERANDS``): the ops on them are then traced and run by XLA instead of folded in
   numpy, which is how the frontend tests check the jax translations on eagerly evaluated constants.
+* **Two executables for an unaligned lm head** (CUDA, ``xla_split``): when the program ends in a big f16/bf16
+  GEMM whose rows are not a multiple of 8 and the signature has at least ``xla_split.MIN_ROWS`` of them, the ops
+  before it (the body) compile with Triton GEMMs off (cuBLASLt epilogues) and the GEMM and what follows (the
+  head) with the build's options; a call queues both. Smaller signatures stay one executable.
 * ``run`` returns **jax arrays** on every platform, on the device they were computed on (GPU
   buffers stay on the GPU; on CPU ``np.asarray(out)`` is zero-copy). Inputs may be numpy or jax
   arrays, or any DLPack producer (cupy, torch), which is imported with ``jax.dlpack.from_dlpack``.
@@ -471,7 +475,11 @@ class XlaCompiled(CompiledEngine):
         self._validate(args)
 
     # ------------------------------------------------------------------------------------ tracing
-    def _make_fn(self, dims: Sequence[int]):
+    def _make_fn(self, dims: Sequence[int], run=None, given=(), returns=None, seed=None):
+        """The program as a jax function of (data args, lifted constants). ``run``: only these plan indices (a
+        split signature's body or head, ``xla_split``); ``given``: values passed as trailing arguments;
+        ``returns``: the values to return instead of the outputs (jax ones only: a static one is kept in
+        ``main.statics`` for the head's trace, which gets them as ``seed``)."""
         import jax
         import jax.numpy as jnp
 
@@ -491,12 +499,16 @@ class XlaCompiled(CompiledEngine):
         shape_read = {i for m in attention.values() for i in m.shape_read}
         fusions: list[str] = []
         linear_fusions: list[str] = []
+        statics: dict = {}
+        n_flat = len(data_pos) + len(lifted_idx)
 
         def main(*flat):
             env: dict = dict(dim_values)
+            env.update(seed or {})
             for k, i in enumerate(data_pos):
                 env[block_args[i]] = flat[k]
-            lifted = dict(zip(lifted_idx, flat[len(data_pos):]))
+            lifted = dict(zip(lifted_idx, flat[len(data_pos):n_flat]))
+            env.update(zip(given, flat[n_flat:]))
 
             def run_plan(p):
                 op = p.op
@@ -514,6 +526,8 @@ class XlaCompiled(CompiledEngine):
                     env[res] = val
 
             for p in plans:
+                if run is not None and p.index not in run:
+                    continue
                 if p.index in fused_away:  # part of an attention pattern: run there, fused or op by op
                     if p.index in shape_read:
                         self._abstract_results(p, env, program)
@@ -532,10 +546,14 @@ class XlaCompiled(CompiledEngine):
                 if how is None:
                     for i in (m or lm).ops:
                         run_plan(by_index[i])
-            return tuple(jnp.asarray(env[v]) for v in outputs)
+            if returns is None:
+                return tuple(jnp.asarray(env[v]) for v in outputs)
+            statics.update((v, env[v]) for v in returns if isinstance(env[v], np.ndarray))
+            return tuple(env[v] for v in returns if v not in statics)
 
         main.fusions = fusions
         main.linear_fusions = linear_fusions
+        main.statics = statics
         return main
 
     def _run_linear(self, m, env, by_index, platform) -> str | None:
@@ -724,8 +742,20 @@ class XlaCompiled(CompiledEngine):
         from tripy_lab.engine.xla_direct import direct_lowering
 
         t0 = time.perf_counter()
-        relower, why = direct_lowering(self, shapes, dims, pnames, signature, avals) if DIRECT_STABLEHLO \
-            else (None, "DIRECT_STABLEHLO is off")
+        split = self._split_plan()
+        if split is not None:  # two executables, where the signature is big enough (else None: as any other)
+            from tripy_lab.engine.xla_split import lowering
+
+            with _compile_contexts(self._x64):
+                lowered_split = lowering(self, split, shapes, dims, signature, avals, label, options)
+            if lowered_split is not None:
+                relower, lowered = lowered_split
+                return (shapes, dims, label, relower, options, None, lowered, time.perf_counter() - t0, "jax",
+                        None)
+        if not DIRECT_STABLEHLO:
+            relower, why = None, "DIRECT_STABLEHLO is off"
+        else:
+            relower, why = direct_lowering(self, shapes, dims, pnames, signature, avals)
         path, text = "direct", None
         if relower is not None:
             try:
@@ -751,6 +781,19 @@ class XlaCompiled(CompiledEngine):
                 jitted, lowered = relower(options)
         return shapes, dims, label, relower, options, jitted, lowered, time.perf_counter() - t0, path, text
 
+    def _split_plan(self):
+        """The ``xla_split.Split`` of this program on this device (found once), or None."""
+        from tripy_lab.engine import xla_split
+
+        if not xla_split.applies(self.device.platform):
+            return None
+        if "_split" not in self.__dict__:
+            self._split = xla_split.find(
+                self._plans, self._outputs, [self._block_args[i] for i in self._data_pos],
+                {i for m in (*self._attention.values(), *self._linear.values()) for i in m.ops},
+                {i for m in (*self._attention.values(), *self._linear.values()) for i in m.removed})
+        return self._split
+
     def _traced_lowering(self, dims, signature, avals, label):
         """relower(options) -> (jitted, lowered) of the program traced through jax (``xla_ops``)."""
         jax = self._jax
@@ -762,15 +805,20 @@ class XlaCompiled(CompiledEngine):
         def relower(options):
             jitted = jax.jit(fn, compiler_options=options or None)
             lowered = jitted.lower(*avals)
-            for what, done in (("attention", fn.fusions), ("linear + GELU", fn.linear_fusions)):
-                if done and what not in noted:
-                    noted.append(what)
-                    fused = [f for f in done if f != "unfused"]
-                    self.report.notes.append(f"{label}: {what} {len(fused)} of {len(done)} pattern(s) fused"
-                                             + (f" ({', '.join(sorted(set(fused)))})" if fused else ""))
+            if not noted:
+                noted.append(True)
+                self._note_fusions(label, fn)
             return jitted, lowered
 
         return relower
+
+    def _note_fusions(self, label, fn) -> None:
+        """How many attention / linear patterns the traced function ``fn`` fused (after its first trace)."""
+        for what, done in (("attention", fn.fusions), ("linear + GELU", fn.linear_fusions)):
+            if done:
+                fused = [f for f in done if f != "unfused"]
+                self.report.notes.append(f"{label}: {what} {len(fused)} of {len(done)} pattern(s) fused"
+                                         + (f" ({', '.join(sorted(set(fused)))})" if fused else ""))
 
     def _untuned(self, why: str, n_points: int) -> bool:
         """Whether profile point ``why`` compiles without GEMM autotuning (``TUNE_OPT_ONLY``, GPUs only)."""
@@ -790,8 +838,10 @@ class XlaCompiled(CompiledEngine):
         while True:
             with _compile_contexts(self._x64):
                 t1 = time.perf_counter()
-                if store is not None and key is None:
-                    key = store.key(self._program_digest, lowered, label, key_options, self._x64, self.device, text)
+                if store is not None and key is None:  # a split signature's own options are part of its key
+                    key = store.key(self._program_digest, lowered, label,
+                                    {**key_options, **getattr(lowered, "key_options", {})}, self._x64, self.device,
+                                    text)
                     cached, missed = store.load(key, lowered, self.device)
                 try:
                     compiled = cached or (lowered.compile(compiler_options=extra) if extra else lowered.compile())
@@ -816,6 +866,7 @@ class XlaCompiled(CompiledEngine):
                     raise TripyException("XLA failed to compile the program.", [str(exc).splitlines()[0]]) from exc
                 t2 = time.perf_counter()
             break
+        notes += [f"dropped XLA option {o} (unknown to this jaxlib)" for o in getattr(lowered, "dropped", ())]
         persistent, rejected = "off" if store is None else ("hit" if cached is not None else "miss"), ""
         if persistent == "miss":
             if missed != "no entry":
@@ -826,7 +877,7 @@ class XlaCompiled(CompiledEngine):
         if store is not None:
             store.record(key, label, hit=cached is not None)
         # the emitted module lives only in ``lowered``: call its executable, never the stub ``jitted`` traces
-        call = cached or (compiled if path == "direct" else jitted)
+        call = cached or (compiled if path == "direct" or jitted is None else jitted)
         return _Built(self._sig(shapes, dims), label, call, compiled, lowered, lower_s, t2 - t1,
                       persistent, notes=notes, rejected=rejected, path=path)
 
@@ -1042,10 +1093,14 @@ class XlaCompiled(CompiledEngine):
         return self.layers_for(built) if built is not None else []
 
     def layers_for(self, built: _Built) -> list[LayerRecord]:
+        from tripy_lab.engine import xla_split
         from tripy_lab.engine.xla_layers import layer_records
 
         if built._layers is None:
-            built._layers = layer_records(built.hlo, self._op_names, self._lines)
+            if isinstance(built.compiled, xla_split.SplitCompiled):
+                built._layers = xla_split.layer_records(built.compiled, self._op_names, self._lines)
+            else:
+                built._layers = layer_records(built.hlo, self._op_names, self._lines)
         return built._layers
 
     @property

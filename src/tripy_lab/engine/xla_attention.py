@@ -342,9 +342,13 @@ def packed_qkv(m: Match, env, program, platform: str = "cpu"):
         return fused, "kernel"
     out = []
     prec = "highest" if np.dtype(found[0][1].dtype) == np.float32 else None
-    for _, x, w, bias, i in found:
-        y = jnp.einsum("btc,chd->bthd", x, w[:, i], precision=prec)
-        out.append(y if bias is None else y + bias[i])
+    for _, x, w, bias, i in found:  # 2-D GEMMs with a 1-D bias: the shape cuBLASLt's bias epilogue takes
+        b, t, c = x.shape
+        _, _, h, d = w.shape
+        y = jnp.matmul(x.reshape(b * t, c), w.reshape(c, -1)[:, i * h * d:(i + 1) * h * d], precision=prec)
+        if bias is not None:
+            y = y + bias.reshape(-1)[i * h * d:(i + 1) * h * d]
+        out.append(y.reshape(b, t, h, d))
     return out, "einsums"
 
 

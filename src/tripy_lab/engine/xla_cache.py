@@ -85,6 +85,8 @@ class XlaStore:
         from jax.experimental.serialize_executable import deserialize_and_load
 
         try:
+            if hasattr(lowered, "load"):  # two executables (xla_split)
+                return lowered.load(payload, device), ""
             return deserialize_and_load(payload, lowered.in_tree, lowered.out_tree,
                                         execution_devices=[device]), ""
         except Exception as exc:  # a verified entry jaxlib cannot load (e.g. written by another build of it)
@@ -95,7 +97,7 @@ class XlaStore:
         try:
             from jax.experimental.serialize_executable import serialize
 
-            payload = serialize(compiled)[0]
+            payload = compiled.serialize() if hasattr(compiled, "serialize") else serialize(compiled)[0]
         except Exception as exc:  # a backend without executable serialization
             return f"not stored: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         self.entries.write(key, payload, label=label, engine="xla")

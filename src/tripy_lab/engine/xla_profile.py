@@ -24,7 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tripy_lab.engine.xla_split import HEAD_NAME, HEAD_PREFIX
+
 MODULE = "jit_main"
+HEAD_MODULE = "jit_" + HEAD_NAME
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,11 @@ def _events(data, module: str) -> list[_Event]:
             for e in line.events:
                 stats = dict(e.stats)
                 op = stats.get("hlo_op")
-                if not op or not str(stats.get("hlo_module", "")).startswith(module):
+                hlo_module = str(stats.get("hlo_module", ""))
+                if not op or not hlo_module.startswith(module):
                     continue
+                if hlo_module.startswith(HEAD_MODULE):  # a split signature's second executable (``xla_split``)
+                    op = HEAD_PREFIX + str(op)
                 rid = stats.get("run_id")
                 out.append(_Event(str(op), str(e.name), float(e.start_ns), float(e.end_ns),
                                   (plane.name, line.name), int(rid) if rid is not None else None))
@@ -84,7 +90,11 @@ def _split(events: list[_Event], calls: int) -> list[list[_Event]]:
         groups: dict[int, list[_Event]] = {}
         for e in events:
             groups.setdefault(e.run_id, []).append(e)
-        return sorted(groups.values(), key=lambda g: min(e.start for e in g))
+        runs = sorted(groups.values(), key=lambda g: min(e.start for e in g))
+        per_call = len(runs) // calls if calls else 1
+        if per_call > 1 and len(runs) == per_call * calls:  # one run per executable: a split signature has two
+            runs = [sum(runs[i:i + per_call], []) for i in range(0, len(runs), per_call)]
+        return runs
     evs = sorted(events, key=lambda e: e.start)
     gaps, reach = [], evs[0].end
     for i in range(1, len(evs)):
