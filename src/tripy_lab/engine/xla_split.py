@@ -2,7 +2,7 @@
 
 XLA picks its GEMM back end per module. In jaxlib 0.11 every GEMM is offered to Triton; where autotuning then
 picks cuBLAS, the GEMM has already lost the bias / residual epilogue that cuBLASLt fuses when Triton GEMMs are
-off. With them off, a GEMM whose output rows are not a multiple of 8 halves (a GPT's lm head, N = 50257) goes to
+off. With them off, a GEMM whose output rows are not a multiple of 8 elements (a GPT's lm head, N = 50257) goes to
 cuBLAS padded to the next multiple of 8, and the padded logits are sliced: a copy of the whole output. Only
 XLA's own Triton GEMM writes those rows in place. So such a GEMM at the end of the program (the *head*: it and
 every op after it, plus the constant-only ops they read) is compiled as a module of its own with the build's
@@ -23,9 +23,10 @@ import numpy as np
 MODE = "auto"
 BODY_OPTIONS = {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True}
 HEAD_OPTIONS: dict = {}  # added to the build's options for the head
-MIN_COLUMNS = 1024  # a narrower unaligned GEMM is padded cheaply
+MIN_COLUMNS = 1024  # narrower unaligned GEMMs are left in one executable (their padded copy is small; not measured)
 # fewer rows (M) and the split loses: GPT-2 small on the H200, back to back, one executable vs two: B1 T512
-# 0.83 vs 0.93-1.15 ms, B4 T256 0.99-1.01 vs 0.88 ms, B8 T1024 5.19-5.21 vs 4.96-4.99 (benchmarks/README.md)
+# 0.83 vs 0.93-1.15 ms, B4 T256 0.99-1.01 vs 0.88 ms, B8 T1024 5.19-5.21 vs 4.96-4.99 (benchmarks/README.md,
+# seventh session)
 MIN_ROWS = 1024
 HEAD_NAME = "main_head"  # the head's jax function: its module is jit_main_head (the profiler keeps jit_main*)
 HEAD_PREFIX = "head/"  # before the head's HLO instruction names in the layer table and the profile
