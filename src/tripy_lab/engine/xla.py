@@ -108,6 +108,7 @@ from tripy_lab.engine.base import (
 )
 from tripy_lab.engine.xla_cache import XlaStore
 from tripy_lab.engine.xla_ops import type_info
+from tripy_lab.engine.xla_split import unknown_option
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
@@ -846,10 +847,10 @@ class XlaCompiled(CompiledEngine):
                 try:
                     compiled = cached or (lowered.compile(compiler_options=extra) if extra else lowered.compile())
                 except Exception as exc:  # an option this jaxlib does not know: drop it and retry
-                    m = re.search(r"No such compile option: '(\w+)'", str(exc))
-                    if m and m.group(1) in options:
-                        options.pop(m.group(1))
-                        notes.append(f"dropped XLA option {m.group(1)} (unknown to this jaxlib)")
+                    unknown = unknown_option(exc)
+                    if unknown in options:
+                        options.pop(unknown)
+                        notes.append(f"dropped XLA option {unknown} (unknown to this jaxlib)")
                         jitted, lowered = relower(options)
                         continue
                     if any(k not in UNTUNED for k in extra):  # the autotune hook failed: compile without it

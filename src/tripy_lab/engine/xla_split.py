@@ -55,16 +55,26 @@ class Split:
         return int(np.prod(shape[:-1], dtype=np.int64))
 
 
+def _gpu(platform: str) -> bool:
+    return platform in ("gpu", "cuda")
+
+
 def applies(platform: str) -> bool:
-    return MODE == "always" or (MODE == "auto" and platform in ("gpu", "cuda"))
+    return MODE == "always" or (MODE == "auto" and _gpu(platform))
 
 
 def body_options(platform: str) -> dict:
-    return dict(BODY_OPTIONS) if platform in ("gpu", "cuda") else {}
+    return dict(BODY_OPTIONS) if _gpu(platform) else {}
 
 
 def head_options(platform: str) -> dict:
-    return dict(HEAD_OPTIONS) if platform in ("gpu", "cuda") else {}
+    return dict(HEAD_OPTIONS) if _gpu(platform) else {}
+
+
+def unknown_option(exc: Exception) -> str | None:
+    """The XLA option a compile error says this jaxlib does not know, or None."""
+    m = re.search(r"No such compile option: '(\w+)'", str(exc))
+    return m.group(1) if m else None
 
 
 def _unaligned_gemm(p) -> bool:
@@ -127,8 +137,7 @@ def lowering(engine, split: Split, shapes, dims, signature, avals, label, option
     def lower_body(options):
         return jax.jit(body, compiler_options=options or None).lower(*avals)
 
-    def lower_head(options, lb):
-        given = [v for v in split.crossing if v not in body.statics]
+    def lower_head(options, lb, given):
         head = engine._make_fn(dims, run=split.head, given=given, seed=dict(body.statics))
         head.__name__ = HEAD_NAME
         head.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *(
@@ -137,7 +146,8 @@ def lowering(engine, split: Split, shapes, dims, signature, avals, label, option
         return SplitLowered(lb, lh, body_options(platform), head_options(platform))
 
     lb = lower_body(options)
-    rows = split.rows([v for v in split.crossing if v not in body.statics], lb.out_info)
+    given = [v for v in split.crossing if v not in body.statics]  # the crossing values the body returns
+    rows = split.rows(given, lb.out_info)
     notes = engine.report.notes
     if rows is not None and rows < MIN_ROWS:
         notes.append(f"{label}: one executable (the GEMM {split.describe_gemm(plans)} has {rows} rows, fewer than "
@@ -148,9 +158,9 @@ def lowering(engine, split: Split, shapes, dims, signature, avals, label, option
     engine._note_fusions(label, body)
 
     def relower(options):
-        return None, lower_head(options, lower_body(options))
+        return None, lower_head(options, lower_body(options), given)
 
-    return relower, lower_head(options, lb)
+    return relower, lower_head(options, lb, given)
 
 
 _MAGIC = b"tripy-lab xla_split\n"
@@ -177,11 +187,11 @@ class SplitLowered:
             try:
                 return lowered.compile(compiler_options=opts) if opts else lowered.compile()
             except Exception as exc:
-                m = re.search(r"No such compile option: '(\w+)'", str(exc))
-                if not m or m.group(1) not in self.options[part]:
+                name = unknown_option(exc)
+                if name not in self.options[part]:
                     raise
-                self.options[part].pop(m.group(1))
-                self.dropped.append(m.group(1))
+                self.options[part].pop(name)
+                self.dropped.append(name)
 
     def compile(self, compiler_options=None):
         # one after the other: two GEMM autotuners on one GPU at once would time each other's kernels
