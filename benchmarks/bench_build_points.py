@@ -4,10 +4,19 @@
 
 Builds with a fresh persistent cache and cleared jax caches: opt alone and the three profile points
 (twice each, after a warm-up build), then each point's static signature alone, tuned and untuned, so
-the build notes show whether concurrent compiles slow each other or one point is the critical path."""
+the build notes show whether concurrent compiles slow each other or one point is the critical path.
 
+    python benchmarks/bench_build_points.py --timeline
+
+instead prints when each signature lowers and compiles (and a split signature's body and head) in builds of opt
+alone and of the three points, under the build orders and split-compile modes of ``TIMELINE_VARIANTS``."""
+
+import argparse
+import math
 import os
 import sys
+import threading
+import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import numpy as np
@@ -18,7 +27,69 @@ from bench_gpu import fresh_build  # noqa: E402
 
 import tripy_lab as tp  # noqa: E402
 from tripy_lab import pipeline  # noqa: E402
-from tripy_lab.engine import xla  # noqa: E402
+from tripy_lab.engine import xla, xla_split  # noqa: E402
+
+
+def _largest_first(self, wanted):  # the seventh session's order
+    return sorted(range(len(wanted)), key=lambda i: -sum(math.prod(s) for s in wanted[i][0]))
+
+
+# name: (XlaCompiled._lowering_order, xla_split.PARALLEL_UNTUNED, xla.UNTUNED)
+TIMELINE_VARIANTS = {
+    "largest first, split parts one after the other, untuned Triton GEMMs":
+        (_largest_first, False, {"xla_gpu_autotune_level": 0}),
+    "tuned first, split parts one after the other, untuned Triton GEMMs":
+        (xla.XlaCompiled._lowering_order, False, {"xla_gpu_autotune_level": 0}),
+    "tuned first, untuned split parts at once, untuned Triton GEMMs":
+        (xla.XlaCompiled._lowering_order, True, {"xla_gpu_autotune_level": 0}),
+    "defaults (tuned first, untuned split parts at once, untuned GEMMs on cuBLAS)":
+        (xla.XlaCompiled._lowering_order, True, dict(xla.UNTUNED)),
+}
+
+
+def timeline(profile) -> None:
+    events, start = [], [0.0]
+
+    def wrap(cls, name, label):
+        real = getattr(cls, name)
+
+        def timed(self, *a, **k):
+            t = time.perf_counter()
+            try:
+                return real(self, *a, **k)
+            finally:
+                events.append((round(t - start[0], 3), round(time.perf_counter() - start[0], 3),
+                               threading.current_thread().name, label(a, k)))
+        setattr(cls, name, timed)
+        return real
+
+    reals = [(xla.XlaCompiled, "_lower", wrap(xla.XlaCompiled, "_lower", lambda a, k: f"lower {a[0]}")),
+             (xla.XlaCompiled, "_compile", wrap(xla.XlaCompiled, "_compile",
+                                                lambda a, k: f"compile {a[2]} untuned={k.get('untuned')}")),
+             (xla_split.SplitLowered, "_compile", wrap(xla_split.SplitLowered, "_compile",
+                                                       lambda a, k: f"  split {a[0]}"))]
+    order, untuned = xla.XlaCompiled._lowering_order, dict(xla.UNTUNED)
+    try:
+        fresh(profile, "opt")  # warm-up
+        for name, (how, parallel, options) in TIMELINE_VARIANTS.items():
+            xla.XlaCompiled._lowering_order, xla_split.PARALLEL_UNTUNED = how, parallel
+            xla.UNTUNED.clear()
+            xla.UNTUNED.update(options)
+            took = {}
+            for shapes in ("opt", "profile"):
+                events.clear()
+                start[0] = time.perf_counter()
+                took[shapes] = fresh(profile, shapes)[0]
+                for e in sorted(events):
+                    print(f"    {shapes:8s} {e[0]:6.3f}-{e[1]:6.3f} s  {e[2]:24s} {e[3]}")
+            print(f"{name}: opt alone {took['opt']} s, three points {took['profile']} s: "
+                  f"{took['profile'] / took['opt']:.2f}x", flush=True)
+    finally:
+        for cls, name, real in reals:
+            setattr(cls, name, real)
+        xla.XlaCompiled._lowering_order, xla_split.PARALLEL_UNTUNED = order, True
+        xla.UNTUNED.clear()
+        xla.UNTUNED.update(untuned)
 
 
 def fresh(lowered, shapes):
@@ -27,8 +98,13 @@ def fresh(lowered, shapes):
 
 
 def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--timeline", action="store_true")
+    a = p.parse_args()
     model = gpt.tripy_gpt(gpt.weights(np.random.default_rng(0)))
     profile = pipeline.trace(model, args=[tp.InputInfo(((1, 4, 8), (1, 256, 1024)), tp.int32)]).lower()
+    if a.timeline:
+        return timeline(profile)
     print("warm-up", fresh(profile, "opt"), flush=True)
     for _ in range(2):
         alone, _notes = fresh(profile, "opt")

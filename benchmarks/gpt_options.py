@@ -27,6 +27,7 @@ import tripy_lab as tp  # noqa: E402
 
 _CMDBUF_ALL = "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"
 _LT = {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True}
+_BODY = {**_LT, "xla_gpu_experimental_enable_fusion_block_level_rewriter": True}  # xla_split.BODY_OPTIONS
 VARIANTS = {
     "defaults": {},
     "cublaslt": {"xla_gpu_enable_cublaslt": True},
@@ -108,6 +109,13 @@ VARIANTS = {
     # "_split" sets xla_split.MODE ("off" in this benchmark unless a variant says "auto"): the lm head in an executable
     # of its own (XLA's Triton GEMM writes its unaligned rows), the rest with "_body" (default: xla_split.BODY_OPTIONS)
     "split": {"_split": "auto"},
+    "split+lt_only": {"_split": "auto", "_body": _LT},  # the seventh session's body options
+    # without GEMM autotuning (the profile's min and max, xla.TUNE_OPT_ONLY): all of it, the body or the head only
+    "untuned": {"xla_gpu_autotune_level": 0},
+    "split+untuned": {"_split": "auto", "xla_gpu_autotune_level": 0},
+    "split+untuned_body": {"_split": "auto", "_body": {**_BODY, "xla_gpu_autotune_level": 0}},
+    "split+untuned_head": {"_split": "auto", "_head": {"xla_gpu_autotune_level": 0}},
+    "split+lt_only+untuned": {"_split": "auto", "_body": _LT, "xla_gpu_autotune_level": 0},
     "split+lt_cmdbuf": {"_split": "auto", "_body": {
         "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True,
         "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL"}},
@@ -138,6 +146,9 @@ VARIANTS = {
         **_LT, "xla_disable_hlo_passes": "dot-merger", "xla_gpu_enable_command_buffer": _CMDBUF_ALL,
         "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True},
         "_head": {"xla_gpu_exhaustive_tiling_search": True}},
+    "split+block_level+heroless": {"_split": "auto", "_body": {
+        **_LT, "xla_gpu_experimental_enable_fusion_block_level_rewriter": True,
+        "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True}},
     "split+no_dot_merger+block_level": {"_split": "auto", "_body": {
         "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True, "xla_disable_hlo_passes": "dot-merger",
         "xla_gpu_experimental_enable_fusion_block_level_rewriter": True}},

@@ -184,3 +184,36 @@ def test_the_split_options_are_part_of_the_store_key(split_on, monkeypatch, tmp_
     monkeypatch.setattr(xla_split, "body_options", lambda platform: {"xla_cpu_enable_fast_math": False})
     other = XlaEngine().build(program, opts)
     assert other.report.cache["persistent_hits"] == 0 and other.report.cache["persistent_misses"] == 1
+
+
+@pytest.mark.parametrize("untuned", [False, True])
+def test_untuned_splits_compile_body_and_head_at_once(split_on, monkeypatch, tmp_path, untuned):
+    """Without autotuning (the profile's min and max on a GPU) the head compiles on a thread beside the body; with
+    it, one after the other (two autotuners on one GPU would time each other's kernels)."""
+    import threading
+
+    from tripy_lab.engine import xla
+
+    monkeypatch.setattr(tp.config, "compilation_cache_dir", str(tmp_path))  # a real compile, not a stored one
+    monkeypatch.setattr(xla.XlaCompiled, "_untuned", lambda self, why, n: untuned)
+    threads = {}
+    real = xla_split.SplitLowered._compile
+
+    def compile_part(self, part, extra):
+        threads[part] = threading.current_thread()
+        return real(self, part, extra)
+
+    monkeypatch.setattr(xla_split.SplitLowered, "_compile", compile_part)
+    old = xla_split.MODE
+    xla_split.MODE = "always"
+    try:
+        from tripy_lab import pipeline
+
+        built = pipeline.trace(lm, args=[tp.InputInfo((2, 16, D), tp.float16)]).lower().build(engine="xla")
+    finally:
+        xla_split.MODE = old
+    assert set(threads) == {"body", "head"}
+    assert (threads["head"] is not threads["body"]) is untuned
+    x = RNG.standard_normal((2, 16, D)).astype(np.float16)
+    np.testing.assert_allclose(np.asarray(built.executable()(x)).astype(np.float32), numpy_lm(x), rtol=2e-2,
+                               atol=2e-2)

@@ -44,7 +44,7 @@ def test_min_and_max_untuned_opt_tuned_and_the_store_keeps_them_apart(monkeypatc
     monkeypatch.setattr(xla.XlaCompiled, "_untuned", untuned)
     low = lowered()
     built = low.build(engine="xla", shapes="profile")
-    assert sorted(seen) == ["max", "min", "opt"]
+    assert sorted(set(seen)) == ["max", "min", "opt"]
     notes = untuned_notes(built)
     assert sorted(n.split(":")[0] for n in notes) == ["x=1x3", "x=8x3"], notes  # min and max, not opt (4x3)
     exe = built.executable()
@@ -66,3 +66,24 @@ def test_a_profile_point_requested_by_shape_is_tuned(monkeypatch):
     assert [n.split(":")[0] for n in untuned_notes(built)] == ["x=1x3"]  # max (8x3) was asked for: tuned
     assert any("(max, requested)" in n for n in built.report.notes), built.report.notes
     assert len(built.report.cache["shapes_built"]) == 4
+
+
+def test_tuned_points_lower_first_then_the_biggest(monkeypatch):
+    """The tuned compile is the longest (GEMM autotuning), so its signature is lowered, and starts compiling, first;
+    the untuned ones follow, biggest first."""
+    monkeypatch.setattr(xla.XlaCompiled, "_untuned", lambda self, why, n: why in ("min", "max") and n > 1)
+    lowered_order = []
+    real = xla.XlaCompiled._lower
+
+    def lower(self, shapes, dims):
+        lowered_order.append(tuple(shapes[0]))
+        return real(self, shapes, dims)
+
+    monkeypatch.setattr(xla.XlaCompiled, "_lower", lower)
+    built = lowered().build(engine="xla", shapes="profile")
+    assert lowered_order == [(4, 3), (8, 3), (1, 3)]  # opt, then max, then min
+    assert built.report.cache["shapes_built"][0].startswith("x=4x3")  # registered in the order asked: opt first
+    monkeypatch.setattr(xla.XlaCompiled, "_untuned", lambda self, why, n: False)  # all tuned (CPU): biggest first
+    lowered_order.clear()
+    lowered().build(engine="xla", shapes="profile")
+    assert lowered_order == [(8, 3), (4, 3), (1, 3)]

@@ -111,3 +111,27 @@ def test_profile_build_tunes_gemms_at_opt_only():
     for n in (1, 4, 64):
         x = np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)
         np.testing.assert_allclose(np.asarray(exe(x)), expected(x), rtol=1e-5, atol=1e-5)
+
+
+def test_untuned_profile_points_run_their_gemms_on_cublas():
+    """Untuned, XLA's Triton GEMMs run a default tiling that is far off (benchmarks/README.md, eighth session), so
+    the profile's min and max (compiled without autotuning) take cuBLAS; opt keeps XLA's choice."""
+    from tripy_lab import pipeline
+
+    w = (np.random.default_rng(3).standard_normal((512, 512)) * 0.05).astype(np.float16)
+
+    def f(x):
+        return x @ tp.Tensor(w)
+
+    low = pipeline.trace(f, args=[tp.InputInfo(((1, 256, 2048), 512), tp.float16)]).lower()
+    built = low.build(engine="xla", shapes="profile")
+    texts = {b.label: b.compiled.as_text() for b in built.compiled._execs.values()}
+    assert sorted(texts) == ["x=1x512", "x=2048x512", "x=256x512"], sorted(texts)
+    for label in ("x=1x512", "x=2048x512"):  # (XLA may write the 1-row product as a reduction)
+        assert "__triton_gemm" not in texts[label], texts[label][-2000:]
+    assert "cublas" in texts["x=2048x512"], texts["x=2048x512"][-2000:]
+    exe = built.executable()
+    for n in (1, 256, 2048):
+        x = np.random.default_rng(n).standard_normal((n, 512)).astype(np.float16)
+        want = x.astype(np.float32) @ w.astype(np.float32)
+        np.testing.assert_allclose(np.asarray(exe(x)).astype(np.float32), want, rtol=2e-2, atol=2e-2)

@@ -130,7 +130,10 @@ FOLD_CONSTANTS = True
 # do not queue for the one device's autotuning runs; opt (and shapes requested by name, and shapes built on first
 # use) are tuned. Like TensorRT, which times its tactics at the profile's opt shapes.
 TUNE_OPT_ONLY = True
-UNTUNED = {"xla_gpu_autotune_level": 0}
+# and on cuBLAS: untuned, XLA's Triton GEMMs run a default tiling that is far off (GPT-2 small at B8 T1024 on the
+# H200: its lm head 4.1 ms instead of 1.1 ms, the whole model 77 ms instead of 5 ms without xla_split), while cuBLAS
+# picks its kernels by heuristics (benchmarks/README.md, eighth session)
+UNTUNED = {"xla_gpu_autotune_level": 0, "xla_gpu_enable_triton_gemm": False}
 # True: the StableHLO is written straight from the MLIR ops (``xla_emit``); programs with an op it does
 # not emit (and attention patterns that may be fused) are traced through jax, with a note saying why.
 DIRECT_STABLEHLO = True
@@ -694,9 +697,7 @@ class XlaCompiled(CompiledEngine):
             lw = lower(*wanted[0])
             done = [(wanted[0][2], compile_or_note(lw))]
         else:  # each compile starts as soon as its signature is lowered, so lowering overlaps compiling
-            # biggest signature first: its compile is the longest (the profile's max: 2.7 s of GPT-2 on the
-            # H200 against 2.1 s for opt), and lowering it last put it on the end of the critical path
-            order = sorted(range(len(wanted)), key=lambda i: -sum(math.prod(s) for s in wanted[i][0]))
+            order = self._lowering_order(wanted)
             # at least one thread per profile point: on 2 cores, 3 compiles sharing them end sooner than 2 + 1
             with ThreadPoolExecutor(max_workers=min(len(wanted), max(3, os.cpu_count() or 1))) as pool:
                 futures = {}
@@ -727,6 +728,13 @@ class XlaCompiled(CompiledEngine):
         if len(results) > 1:
             self.report.notes.append(f"{len(results)} signatures compiled concurrently")
         return out
+
+    def _lowering_order(self, wanted: list[tuple[list, list, str]]) -> list[int]:
+        """The order in which ``_build_many`` lowers (and so starts compiling) the signatures: those compiled with
+        GEMM autotuning first (theirs is the longest compile), then the biggest first."""
+        n = len(wanted)
+        return sorted(range(n), key=lambda i: (self._untuned(wanted[i][2], n),
+                                               -sum(math.prod(s) for s in wanted[i][0])))
 
     def _lower(self, shapes, dims):
         jax = self._jax
@@ -834,8 +842,10 @@ class XlaCompiled(CompiledEngine):
         extra = store.autotune_options(self.device.platform) if store is not None else {}
         key_options = self._xla_options
         if untuned:  # part of the key: a tuned build of this signature later must not load this one
-            extra, key_options = {**extra, **UNTUNED}, {**self._xla_options, **UNTUNED}
-            notes.append(f"{label}: compiled without GEMM autotuning (kernels are tuned at opt; TUNE_OPT_ONLY)")
+            untuned_options = {k: v for k, v in UNTUNED.items() if k not in self._xla_options}  # the user's win
+            extra, key_options = {**extra, **untuned_options}, {**self._xla_options, **untuned_options}
+            notes.append(f"{label}: compiled without GEMM autotuning, its GEMMs on cuBLAS (kernels are tuned at opt; "
+                         "TUNE_OPT_ONLY)")
         while True:
             with _compile_contexts(self._x64):
                 t1 = time.perf_counter()

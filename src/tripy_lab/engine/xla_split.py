@@ -21,13 +21,18 @@ from dataclasses import dataclass
 import numpy as np
 
 MODE = "auto"
-BODY_OPTIONS = {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True}
+# the block-level rewriter makes the layer-norm / GELU / q-k-v passes Triton fusions: in the eighth session, with the
+# split, never slower and 0.3-3.6 % faster from 1024 to 8192 rows (benchmarks/README.md)
+BODY_OPTIONS = {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True,
+                "xla_gpu_experimental_enable_fusion_block_level_rewriter": True}
 HEAD_OPTIONS: dict = {}  # added to the build's options for the head
 MIN_COLUMNS = 1024  # narrower unaligned GEMMs are left in one executable (their padded copy is small; not measured)
 # fewer rows (M) and the split loses: GPT-2 small on the H200, back to back, one executable vs two: B1 T512
 # 0.83 vs 0.93-1.15 ms, B4 T256 0.99-1.01 vs 0.88 ms, B8 T1024 5.19-5.21 vs 4.96-4.99 (benchmarks/README.md,
 # seventh session)
 MIN_ROWS = 1024
+# untuned compiles (no autotuning: the profile's min and max, xla.TUNE_OPT_ONLY) of the body and the head run at once
+PARALLEL_UNTUNED = True
 HEAD_NAME = "main_head"  # the head's jax function: its module is jit_main_head (the profiler keeps jit_main*)
 HEAD_PREFIX = "head/"  # before the head's HLO instruction names in the layer table and the profile
 
@@ -194,9 +199,16 @@ class SplitLowered:
                 self.dropped.append(name)
 
     def compile(self, compiler_options=None):
-        # one after the other: two GEMM autotuners on one GPU at once would time each other's kernels
         extra = dict(compiler_options or {})
-        return SplitCompiled(self._compile("body", extra), self._compile("head", extra))
+        if not PARALLEL_UNTUNED or extra.get("xla_gpu_autotune_level") != 0:
+            # one after the other: two GEMM autotuners on one GPU at once would time each other's kernels
+            return SplitCompiled(self._compile("body", extra), self._compile("head", extra))
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1) as pool:  # no autotuning: the head compiles beside the body
+            head = pool.submit(self._compile, "head", extra)
+            body = self._compile("body", extra)
+            return SplitCompiled(body, head.result())
 
     def as_text(self, *args, **kwargs) -> str:
         return self.body.as_text(*args, **kwargs) + "\n" + self.head.as_text(*args, **kwargs)
