@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,13 @@ SHAPE_OPERANDS: dict[str, tuple[str, ...]] = {
     "tensorrt.resize_nearest": ("output_shape",), "tensorrt.resize_linear": ("output_shape",),
     "tensorrt.resize_cubic": ("output_shape",),
 }
+
+
+# an op's plain attribute values, read once per op (every signature's trace reads them again); weak keys: the
+# entries go with the program's ops
+_ATTRS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MISSING = object()
+_IMMUTABLE = (int, float, str, tuple, type(None))
 
 
 class OpContext:
@@ -77,9 +85,16 @@ class OpContext:
         return [self.env[x] for x in v]
 
     def attr(self, name: str, default=None):
-        from tripy_lab.mlir.dialect import attr_value
+        known = _ATTRS.get(self.op)
+        if known is None:
+            known = _ATTRS[self.op] = {}
+        v = known.get(name, _MISSING)
+        if v is _MISSING:
+            from tripy_lab.mlir.dialect import attr_value
 
-        v = attr_value(self.op, name, getattr(self.program, "resources", None))
+            v = attr_value(self.op, name, getattr(self.program, "resources", None))
+            if isinstance(v, _IMMUTABLE):  # arrays and dicts are read afresh: a translation may own its copy
+                known[name] = v
         return default if v is None else v
 
     def result_dtype(self, i: int = 0) -> np.dtype:
