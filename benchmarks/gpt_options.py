@@ -139,6 +139,7 @@ VARIANTS = {
         "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True}},
     "split+head_exhaustive": {"_split": "auto", "_head": {"xla_gpu_exhaustive_tiling_search": True}},
     "split+cmdbuf_all": {"_split": "auto", "_body": {**_LT, "xla_gpu_enable_command_buffer": _CMDBUF_ALL}},
+    "split+body_cmdbuf_all": {"_split": "auto", "_body": {**_BODY, "xla_gpu_enable_command_buffer": _CMDBUF_ALL}},
     "split+no_dot_merger+heroless+cmdbuf_all": {"_split": "auto", "_body": {
         **_LT, "xla_disable_hlo_passes": "dot-merger", "xla_gpu_enable_command_buffer": _CMDBUF_ALL,
         "xla_gpu_experimental_enable_triton_heroless_priority_fusion": True}},
