@@ -153,6 +153,14 @@ VARIANTS = {
     "split+no_dot_merger+block_level": {"_split": "auto", "_body": {
         "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True, "xla_disable_hlo_passes": "dot-merger",
         "xla_gpu_experimental_enable_fusion_block_level_rewriter": True}},
+    # "_head_layout": xla_split.HEAD_LAYOUT: the logits with the vocabulary dimension major, so the lm head GEMM writes
+    # aligned rows (of the transposed product) and cuBLAS can take it unpadded
+    "split+n_major": {"_split": "auto", "_head_layout": "n_major"},
+    "split+rows": {"_split": "auto", "_head_layout": "rows"},  # the eighth session's split
+    "split+n_major+head_nopad": {"_split": "auto", "_head_layout": "n_major", "_head": {
+        "xla_gpu_enable_triton_gemm": False, "xla_disable_hlo_passes": "cublas-pad-for-gemms"}},
+    "split+n_major+head_lt_nopad": {"_split": "auto", "_head_layout": "n_major", "_head": {
+        **_LT, "xla_disable_hlo_passes": "cublas-pad-for-gemms"}},
 }
 
 
@@ -186,6 +194,7 @@ def main():
             xla_split.MODE = options.pop("_split", "off")
             xla_split.BODY_OPTIONS = options.pop("_body", body_defaults)
             xla_split.HEAD_OPTIONS = options.pop("_head", {})
+            xla_split.HEAD_LAYOUT = options.pop("_head_layout", "auto")
             xla.OPT_LEVEL_OPTIONS[3] = options
             try:
                 built = lowered.build(engine="xla", shapes="opt")

@@ -217,3 +217,65 @@ def test_untuned_splits_compile_body_and_head_at_once(split_on, monkeypatch, tmp
     x = RNG.standard_normal((2, 16, D)).astype(np.float16)
     np.testing.assert_allclose(np.asarray(built.executable()(x)).astype(np.float32), numpy_lm(x), rtol=2e-2,
                                atol=2e-2)
+
+
+@pytest.fixture
+def n_major(split_on, monkeypatch):
+    monkeypatch.setattr(xla_split, "HEAD_LAYOUT", "n_major")
+
+
+def test_head_layout_is_n_major_on_cuda_only():
+    assert xla_split.HEAD_LAYOUT == "auto"
+    assert xla_split.head_layout("cpu") == "rows" and xla_split.head_layout("cuda") == "n_major"
+
+
+def test_n_major_logits_hold_the_row_major_numbers(n_major):
+    split, whole = build(lm_two_outputs), build(lm_two_outputs, mode="off")
+    assert "output(s) 1 laid out with the last dimension major" in notes(split)
+    x = RNG.standard_normal((2, 16, D)).astype(np.float16)
+    (h1, l1), (h2, l2) = split(x), whole(x)
+    last = split.stages["built"].compiled._last
+    assert last[1].format.layout.major_to_minor == (1, 0)  # the logits: N major
+    assert last[0].format.layout.major_to_minor == (0, 1, 2)  # h: the body's output, row-major as always
+    np.testing.assert_array_equal(np.asarray(l1).view(np.uint16), np.asarray(l2).view(np.uint16))
+    np.testing.assert_array_equal(np.asarray(h1), np.asarray(h2))
+    assert np.from_dlpack(l1).strides == (2, 2 * 32)  # handed on as a strided view, not copied
+    np.testing.assert_allclose(np.asarray(l1).astype(np.float32), numpy_lm(x).reshape(32, V), rtol=2e-2, atol=2e-2)
+
+
+def test_n_major_logits_feed_another_executable_and_eager_ops(n_major):
+    _, logits = build(lm_two_outputs)(RNG.standard_normal((2, 16, D)).astype(np.float16))
+    want = np.asarray(logits).astype(np.float32)
+
+    def scale(a):
+        return a * 2.0
+
+    after = tp.compile(scale, args=[tp.InputInfo((32, V), tp.float16)], engine="xla")
+    for _ in range(2):  # the miss and the cached call both copy the argument to row-major
+        np.testing.assert_array_equal(np.asarray(after(logits)).astype(np.float32), want * 2)
+    np.testing.assert_allclose(np.asarray(logits + 1.0).astype(np.float32), want + 1, rtol=1e-3, atol=1e-3)
+
+
+def test_a_call_error_that_is_not_about_layouts_is_raised_again():
+    from tripy_lab.engine.xla import _call_relaid
+
+    calls = []
+    with pytest.raises(ValueError, match="something else"):
+        _call_relaid(ValueError("something else"), lambda *a: calls.append(a), [np.zeros(2)], ())
+    assert calls == []
+
+
+def test_the_head_layout_is_part_of_the_store_key(split_on, monkeypatch, tmp_path):
+    from tripy_lab import pipeline
+    from tripy_lab.engine.xla import XlaEngine
+
+    program = pipeline.trace(lm, args=[tp.InputInfo((2, 16, D), tp.float16)]).lower().program
+    opts = BuildOptions(compilation_cache_dir=str(tmp_path / "store"))
+    rows = XlaEngine().build(program, opts)
+    monkeypatch.setattr(xla_split, "HEAD_LAYOUT", "n_major")
+    other = XlaEngine().build(program, opts)
+    assert other.report.cache["persistent_hits"] == 0 and other.report.cache["persistent_misses"] == 1
+    x = RNG.standard_normal((2, 16, D)).astype(np.float16)
+    a, b = rows.run([x])[0], other.run([x])[0]
+    assert a.format.layout.major_to_minor == (0, 1, 2) and b.format.layout.major_to_minor == (2, 0, 1)
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

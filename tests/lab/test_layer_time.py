@@ -179,6 +179,27 @@ def test_back_to_back_calls_are_cut_by_their_kernel_count():
     assert _split_back_to_back(other, 4, 2) is None
 
 
+def test_a_wait_between_the_body_and_the_head_is_noted():
+    """A split signature's device idles between its body and its head when the host launches the head later than
+    the body ends: compute time holds the wait, no layer does, so the profile says how long it was."""
+    from tripy_lab.engine.xla_profile import _call_times, _Event, _head_wait
+
+    line = ("/device:GPU:0", "Stream #1")
+
+    def call(t0, wait):  # body: two kernels of 10 ns; the head's kernel (100 ns) ``wait`` ns after them
+        return [_Event("fusion", "k1", t0, t0 + 10, line, None), _Event("dot", "k2", t0 + 10, t0 + 20, line, None),
+                _Event("head/dot", "k3", t0 + 20 + wait, t0 + 120 + wait, line, None)]
+
+    groups = [call(0, 40), call(1000, 30), call(2000, 50)]
+    assert _head_wait(groups) == pytest.approx(40e-9)
+    assert _head_wait([[e for e in g if not e.op.startswith("head/")] for g in groups]) is None
+    times = _call_times(groups, 3, [], [], [], True)
+    assert any("the device waited 0 us a call between the body" in n for n in times.notes), times.notes
+    assert sum(times.op_s.values()) == pytest.approx(120e-9) and np.median(times.compute_s) == pytest.approx(160e-9)
+    quiet = _call_times([call(0, 2), call(1000, 2)], 2, [], [], [], True)  # 2 ns of 122: under 5 %
+    assert not any("waited" in n for n in quiet.notes)
+
+
 def test_sustained_profile_times_back_to_back_calls(xla_exe):
     """The GPU path (calls back to back after sustained work), run on this machine's device: each kept call
     is cut from the trace whole, its compute lies inside its period, and the layer times still sum up."""

@@ -987,22 +987,39 @@ class XlaCompiled(CompiledEngine):
         hit and keeping the outputs for ``synchronize``; and the same call without the count (for a miss)."""
         fn, consts, data_pos, cache = self._direct(built.call), tuple(self._consts), self._data_pos, self.report.cache
         if not self._dim_pos and not self._x64 and not convert:  # the hot path: one frame, then jax's C++ call
+            # the try costs nothing until an argument comes laid out otherwise (``_call_relaid``)
             if consts:
                 def call(args):
-                    out = self._last = fn(*args, *consts)
+                    try:
+                        out = self._last = fn(*args, *consts)
+                    except ValueError as exc:
+                        out = self._last = _call_relaid(exc, fn, args, consts)
                     cache["hits"] += 1
                     return out
             else:
                 def call(args):
-                    out = self._last = fn(*args)
+                    try:
+                        out = self._last = fn(*args)
+                    except ValueError as exc:
+                        out = self._last = _call_relaid(exc, fn, args, ())
                     cache["hits"] += 1
                     return out
 
-            return call, lambda args: fn(*args, *consts)
-        if not self._dim_pos:
-            plain = lambda args: fn(*args, *consts)  # noqa: E731
-        else:
-            plain = lambda args: fn(*[args[i] for i in data_pos], *consts)  # noqa: E731
+            def plain(args):
+                try:
+                    return fn(*args, *consts)
+                except ValueError as exc:
+                    return _call_relaid(exc, fn, args, consts)
+
+            return call, plain
+
+        def plain(args):
+            data = args if not self._dim_pos else [args[i] for i in data_pos]
+            try:
+                return fn(*data, *consts)
+            except ValueError as exc:
+                return _call_relaid(exc, fn, data, consts)
+
         if self._x64:
             narrow = plain
 
@@ -1132,3 +1149,20 @@ class XlaEngine(Engine):
 
     def build(self, program, options: BuildOptions) -> CompiledEngine:
         return XlaCompiled(program, options)
+
+
+def _call_relaid(exc: ValueError, fn, args, consts):
+    """``fn(*args, *consts)`` again with every jax array argument in XLA's default (row-major) layout, when jax
+    refused ``args`` for their layouts: an output of an N-major head (``xla_split.HEAD_LAYOUT``) passed on to an
+    executable compiled for row-major inputs. Any other error is raised again."""
+    if "layouts that disagree" not in str(exc):
+        raise exc
+    import jax
+    from jax.experimental.layout import Format, Layout
+
+    def row_major(a):
+        if not isinstance(a, jax.Array) or a.format.layout.major_to_minor == tuple(range(a.ndim)):
+            return a
+        return jax.device_put(a, Format(Layout(major_to_minor=tuple(range(a.ndim))), a.sharding))
+
+    return fn(*[row_major(a) for a in args], *consts)

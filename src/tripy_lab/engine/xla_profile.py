@@ -311,4 +311,20 @@ def _call_times(groups, calls: int, layers, notes: list[str], wall: list[float],
         per_call.append(times)
     # the median call's share of each op: robust to a call that a busy host preempted
     op_s = {op: float(np.median([t.get(op, 0.0) for t in per_call])) for op in op_n}
+    wait = _head_wait(groups)
+    if wait is not None and wait > 0.05 * float(np.median(compute)):
+        notes.append(f"the device waited {wait * 1e6:.0f} us a call between the body's last kernel and the head's "
+                     "first (xla_split: the host launches the head after the body, here faster on the device than "
+                     "that launch); compute time includes the wait, no layer does")
     return CallTimes(compute, op_s, op_n, notes, wall, back_to_back)
+
+
+def _head_wait(groups) -> float | None:
+    """Median seconds a call's device idles between a split signature's body and head (None: not split)."""
+    waits = []
+    for g in groups:
+        body = [e.end for e in g if not e.op.startswith(HEAD_PREFIX)]
+        head = [e.start for e in g if e.op.startswith(HEAD_PREFIX)]
+        if body and head:
+            waits.append(max(0.0, (min(head) - max(body)) * 1e-9))
+    return float(np.median(waits)) if waits else None

@@ -26,6 +26,13 @@ MODE = "auto"
 BODY_OPTIONS = {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True,
                 "xla_gpu_experimental_enable_fusion_block_level_rewriter": True}
 HEAD_OPTIONS: dict = {}  # added to the build's options for the head
+# how the head lays out an output whose last dimension is the GEMM's unaligned N (the logits): "rows" (row-major,
+# XLA's default: only its Triton GEMM writes the unaligned rows fast), "n_major" (that dimension major: the GEMM writes
+# the transposed product, whose rows are M long and aligned, so cuBLAS takes it unpadded: the caller gets the same
+# values in another memory order, as torch.compile hands back logits with a padded row stride) or "auto" (n_major on
+# CUDA). GPT-2 small on the H200, back to back: B8 T1024 5.09 -> 4.85 ms, the lm head alone 1.25 -> 1.02 ms
+# (benchmarks/README.md, ninth session); on CPU XLA writes row-major and then copies, so rows there
+HEAD_LAYOUT = "auto"
 MIN_COLUMNS = 1024  # narrower unaligned GEMMs are left in one executable (their padded copy is small; not measured)
 # fewer rows (M) and the split loses: GPT-2 small on the H200, back to back, one executable vs two: B1 T512
 # 0.83 vs 0.93-1.15 ms, B4 T256 0.99-1.01 vs 0.88 ms, B8 T1024 5.19-5.21 vs 4.96-4.99 (benchmarks/README.md,
@@ -74,6 +81,32 @@ def body_options(platform: str) -> dict:
 
 def head_options(platform: str) -> dict:
     return dict(HEAD_OPTIONS) if _gpu(platform) else {}
+
+
+def head_layout(platform: str) -> str:
+    return HEAD_LAYOUT if HEAD_LAYOUT != "auto" else "n_major" if _gpu(platform) else "rows"
+
+
+def head_formats(split: Split, plans, outputs, device):
+    """``out_shardings`` for the head's jax.jit under ``HEAD_LAYOUT`` (None: XLA's default layouts)."""
+    if head_layout(device.platform) == "rows":
+        return None
+    from jax.experimental.layout import Format, Layout
+    from jax.sharding import SingleDeviceSharding
+
+    sharding = SingleDeviceSharding(device)
+    n = next(p for p in plans if p.index == split.gemm).infos[0][0][-1]
+    info = {r: i for p in plans if p.index in split.head for r, i in zip(p.results, p.infos)}
+    formats, moved = [], False
+    for v in outputs:
+        shape, dtype = info.get(v) or ((), None)
+        if dtype is not None and np.dtype(dtype).name in ("float16", "bfloat16") and len(shape) >= 2 \
+                and shape[-1] == n:
+            formats.append(Format(Layout(major_to_minor=(len(shape) - 1, *range(len(shape) - 1))), sharding))
+            moved = True
+        else:
+            formats.append(Format(None, sharding))
+    return tuple(formats) if moved else None
 
 
 def unknown_option(exc: Exception) -> str | None:
@@ -147,7 +180,7 @@ def lowering(engine, split: Split, shapes, dims, signature, avals, label, option
         head.__name__ = HEAD_NAME
         head.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *(
             inspect.Parameter(f"cut{k}", inspect.Parameter.POSITIONAL_ONLY) for k in range(len(given)))])
-        lh = jax.jit(head, compiler_options=options or None).lower(*avals, *lb.out_info)
+        lh = jax.jit(head, compiler_options=options or None, out_shardings=formats).lower(*avals, *lb.out_info)
         return SplitLowered(lb, lh, body_options(platform), head_options(platform))
 
     lb = lower_body(options)
@@ -160,6 +193,11 @@ def lowering(engine, split: Split, shapes, dims, signature, avals, label, option
         return None
     notes.append(f"{label}: two executables: {split.describe(plans)} (xla_split; the rest with "
                  f"{body_options(platform) or 'the same options'})")
+    formats = head_formats(split, plans, engine._outputs, engine.device)
+    if formats is not None:
+        moved = [str(k) for k, f in enumerate(formats) if f.layout is not None]
+        notes.append(f"{label}: output(s) {', '.join(moved)} laid out with the last dimension major, so the GEMM "
+                     "writes aligned rows (xla_split.HEAD_LAYOUT; an executable given one copies it to row-major)")
     engine._note_fusions(label, body)
 
     def relower(options):
