@@ -58,16 +58,16 @@ def main():
             ref = got if ref is None else ref
             print(f"{layout:8s} {name:26s} {ms:.4f} ms  {[k for k in KINDS if k in hlo]}  "
                   f"max |diff| vs the first {float(np.max(np.abs(got - ref))):.3g}", flush=True)
-        try:
-            import torch
-        except ImportError:
-            continue
-        if layout == "n_major":
-            t = torch.from_dlpack(out)
-            print("  torch.from_dlpack:", tuple(t.shape), t.stride(),
-                  "equal" if np.array_equal(t.float().cpu().numpy(), ref) else "DIFFERENT")
-            top = jax.jit(lambda a: jnp.argmax(a[:, -1, :], axis=-1))(out)
-            print("  argmax of the last token:", np.array_equal(np.asarray(top), np.argmax(ref[:, -1, :], -1)))
+    # ``out``: the N-major logits of the last option set, read in place by jax and (if installed) torch
+    top = jax.jit(lambda a: jnp.argmax(a[:, -1, :], axis=-1))(out)
+    print("argmax of the last token:", np.array_equal(np.asarray(top), np.argmax(ref[:, -1, :], -1)))
+    try:
+        import torch
+    except ImportError:
+        return
+    t = torch.from_dlpack(out)
+    print("torch.from_dlpack:", tuple(t.shape), t.stride(),
+          "equal" if np.array_equal(t.float().cpu().numpy(), ref) else "DIFFERENT")
 
 
 if __name__ == "__main__":

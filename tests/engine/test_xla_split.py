@@ -255,6 +255,15 @@ def test_n_major_logits_feed_another_executable_and_eager_ops(n_major):
         np.testing.assert_array_equal(np.asarray(after(logits)).astype(np.float32), want * 2)
     np.testing.assert_allclose(np.asarray(logits + 1.0).astype(np.float32), want + 1, rtol=1e-3, atol=1e-3)
 
+    def rows_of(a, n):  # a dimension argument: the call path that picks the data arguments out
+        return tp.reshape(a, (n, -1)) * 2.0
+
+    with_dim = tp.compile(rows_of, args=[tp.InputInfo((32, V), tp.float16), tp.DimensionInputInfo((16, 32, 64))],
+                          engine="xla")
+    for _ in range(2):
+        got = np.asarray(with_dim(logits, tp.DimensionSize(16))).astype(np.float32)
+        np.testing.assert_array_equal(got, (want * 2).reshape(16, -1))
+
 
 def test_a_call_error_that_is_not_about_layouts_is_raised_again():
     from tripy_lab.engine.xla import _call_relaid

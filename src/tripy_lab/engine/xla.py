@@ -986,6 +986,14 @@ class XlaCompiled(CompiledEngine):
         """The cheapest ``call(args) -> outputs`` for this executable and these argument types, counting a cache
         hit and keeping the outputs for ``synchronize``; and the same call without the count (for a miss)."""
         fn, consts, data_pos, cache = self._direct(built.call), tuple(self._consts), self._data_pos, self.report.cache
+
+        def plain(args):
+            data = args if not self._dim_pos else [args[i] for i in data_pos]
+            try:
+                return fn(*data, *consts)
+            except ValueError as exc:
+                return _call_relaid(exc, fn, data, consts)
+
         if not self._dim_pos and not self._x64 and not convert:  # the hot path: one frame, then jax's C++ call
             # the try costs nothing until an argument comes laid out otherwise (``_call_relaid``)
             if consts:
@@ -1005,21 +1013,7 @@ class XlaCompiled(CompiledEngine):
                     cache["hits"] += 1
                     return out
 
-            def plain(args):
-                try:
-                    return fn(*args, *consts)
-                except ValueError as exc:
-                    return _call_relaid(exc, fn, args, consts)
-
             return call, plain
-
-        def plain(args):
-            data = args if not self._dim_pos else [args[i] for i in data_pos]
-            try:
-                return fn(*data, *consts)
-            except ValueError as exc:
-                return _call_relaid(exc, fn, data, consts)
-
         if self._x64:
             narrow = plain
 

@@ -97,16 +97,14 @@ def head_formats(split: Split, plans, outputs, device):
     sharding = SingleDeviceSharding(device)
     n = next(p for p in plans if p.index == split.gemm).infos[0][0][-1]
     info = {r: i for p in plans if p.index in split.head for r, i in zip(p.results, p.infos)}
-    formats, moved = [], False
+    formats = []
     for v in outputs:
-        shape, dtype = info.get(v) or ((), None)
-        if dtype is not None and np.dtype(dtype).name in ("float16", "bfloat16") and len(shape) >= 2 \
-                and shape[-1] == n:
-            formats.append(Format(Layout(major_to_minor=(len(shape) - 1, *range(len(shape) - 1))), sharding))
-            moved = True
-        else:
-            formats.append(Format(None, sharding))
-    return tuple(formats) if moved else None
+        shape, dtype = info.get(v) or ((), None)  # an output the body computes keeps the default
+        logits = dtype is not None and np.dtype(dtype).name in ("float16", "bfloat16") and len(shape) >= 2 \
+            and shape[-1] == n
+        layout = Layout(major_to_minor=(len(shape) - 1, *range(len(shape) - 1))) if logits else None
+        formats.append(Format(layout, sharding))
+    return tuple(formats) if any(f.layout is not None for f in formats) else None
 
 
 def unknown_option(exc: Exception) -> str | None:
