@@ -53,6 +53,15 @@ class TraceTensor:
 _TYPE_STRS: dict[tuple, str] = {}
 
 
+@dataclass(frozen=True, eq=False)
+class CallScope:
+    """One public frontend call: its name as the user wrote it (``"__getitem__"``, ``"softmax"``) and the user's
+    line; identity (``is``) tells two calls on the same line apart."""
+
+    name: str
+    location: SourceLocation | None = None
+
+
 @dataclass(eq=False)
 class TraceOp:
     """One op: ``kind`` is its row in the op table; ``params`` holds op-specific plain data."""
@@ -62,6 +71,12 @@ class TraceOp:
     outputs: list[TraceTensor]
     params: dict[str, Any] = field(default_factory=dict)
     location: SourceLocation | None = None
+    # Where the op came from, for folding views: the dotted path of the innermost tp.Module whose forward
+    # recorded it, by state_dict names ("h.3.attn.c_attn"; "" outside any module) ...
+    module: str = ""
+    # ... and the one public frontend call that recorded it (a `x[:, :n]`, a `tp.softmax`): every op that call
+    # made shares the same CallScope, so index arithmetic folds into its slice. None: not recorded.
+    call: CallScope | None = None
 
     @property
     def name(self) -> str:
