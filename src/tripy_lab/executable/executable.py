@@ -158,7 +158,8 @@ class Executable:
             # Hot path (a Tensor or a numpy/jax array): right dtype, rank and bounds need no further work.
             if shape is not None and getattr(array, "dtype", None) == np_dtype and len(shape) == len(mins) and all(
                     lo <= d <= hi for d, lo, hi in zip(shape, mins, maxs)) and (
-                    type(array) is np.ndarray or device_kind(array) in self._devices):
+                    type(array) is np.ndarray or (device_kind(array) in self._devices
+                                                    and not isinstance(array, np.ma.MaskedArray))):
                 return array
         if np_dtype is None:
             if type(value) is int and mins <= value <= maxs:  # a plain int inside the (int32) bounds is exact

@@ -196,7 +196,8 @@ class Linear(Module):
             q_w = ops_quant.quantize(weight, self.weight_scale, self.quant_dtype, self.weight_quant_dim)
             weight = ops_quant.dequantize(q_w, self.weight_scale, self.dtype, self.weight_quant_dim)
         out = x @ ops_shape.transpose(weight, 0, 1)
-        return out + self.bias if self.bias is not None else out
+        # The bias as (1, out_features), as nvtripy adds it: a 1-D input gives (1, out_features).
+        return out + ops_shape.unsqueeze(self.bias, 0) if self.bias is not None else out
 
 
 class LayerNorm(Module):

@@ -176,7 +176,13 @@ class Tensor:
 
                 array = to_gpu(array)
         elif hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) or hasattr(data, "__array__"):
+            if isinstance(data, np.ma.MaskedArray):
+                raise_error("Unsupported data for Tensor: a numpy masked array.",
+                            ["Its mask would be dropped. Fill the masked values first: `tp.Tensor(data.filled(0))`, "
+                             "or pass `data.data` if the mask does not matter."])
             array = data if hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) else np.asarray(data)
+            if getattr(array, "shape", None) is None or getattr(array, "dtype", None) is None:
+                array = to_host(array)  # an object that only speaks DLPack: read through numpy (zero-copy)
             host_dtype = getattr(array, "dtype", None)
             host_dtype = to_host(array).dtype if host_dtype is None or not isinstance(
                 host_dtype, np.dtype) else host_dtype

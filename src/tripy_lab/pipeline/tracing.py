@@ -101,17 +101,18 @@ def trace(func: Callable, args=(), kwargs=None):
                     [str(exc), f"Signature: {sig}"])
     inputs: list[TraceTensor] = []
     infos: dict = {}
-    call_args, call_kwargs = [], {}
     for pname, value in bound.arguments.items():
         kind = sig.parameters[pname].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
-            call_args += [_flatten(f"{pname}{i}", v, inputs, infos) for i, v in enumerate(value)]
+            value = tuple(_flatten(f"{pname}{i}", v, inputs, infos) for i, v in enumerate(value))
         elif kind is inspect.Parameter.VAR_KEYWORD:
-            call_kwargs.update({k: _flatten(k, v, inputs, infos) for k, v in value.items()})
-        elif kind is inspect.Parameter.KEYWORD_ONLY:
-            call_kwargs[pname] = _flatten(pname, value, inputs, infos)
+            value = {k: _flatten(k, v, inputs, infos) for k, v in value.items()}
         else:
-            call_args.append(_flatten(pname, value, inputs, infos))
+            value = _flatten(pname, value, inputs, infos)
+        bound.arguments[pname] = value
+    # BoundArguments.args stops at the first parameter left to its default: a later one given by name
+    # (kwargs={"b": 10.0} with ``a`` defaulted) goes by keyword, never into ``a``'s position.
+    call_args, call_kwargs = bound.args, bound.kwargs
     check_named_dimensions(infos)
     if isinstance(func, Module):
         for key, tensor in func.state_dict().items():
