@@ -107,8 +107,12 @@ def tensor_argument(name: str, info: InputInfo, value, devices: frozenset[str], 
                     [expected(name, _describe(value), f"a tripy Tensor or an array (numpy, cupy, torch, jax) of "
                               f"{info.dtype}")])
     _check_device(name, array, devices, engine)
-    if getattr(array, "dtype", None) is None or getattr(array, "shape", None) is None:
-        try:  # a bare DLPack producer: look at it through numpy (zero-copy, host memory only; bfloat16 too)
+    foreign = not isinstance(array, np.ndarray) and not isinstance(getattr(array, "dtype", None), np.dtype)
+    if getattr(array, "dtype", None) is None or getattr(array, "shape", None) is None or (
+            foreign and device_kind(array) == "cpu"):
+        # A bare DLPack producer, or a host array of another library (torch): looked at through numpy, zero-copy
+        # (bfloat16 too), so that every engine reads it alike.
+        try:
             array = from_dlpack(array)
         except Exception as exc:
             raise_error(f"Invalid argument for parameter: '{name}'.",

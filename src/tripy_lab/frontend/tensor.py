@@ -11,7 +11,7 @@ import numpy as np
 from tripy_lab.core import dtypes
 from tripy_lab.core.arrays import device_kind, to_host
 from tripy_lab.core.device import device as Device
-from tripy_lab.core.errors import raise_error
+from tripy_lab.core.errors import expected, raise_error
 from tripy_lab.core.source import user_location
 from tripy_lab.trace import TraceOp, TraceTensor, apply
 
@@ -319,7 +319,17 @@ class Tensor:
         if name in ops.METHODS:
             fn = ops.METHODS[name]
             return lambda *a, **k: fn(self, *a, **k)
-        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        # nvtripy's message and hint: a free function's name, or a close Tensor attribute for a typo
+        msg = f"Module: 'tripy_lab.Tensor' does not have attribute: '{name}'"
+        if name in ops.PUBLIC:
+            msg += f". Did you mean: 'tripy_lab.{name}'?"
+        else:
+            import difflib
+
+            close = difflib.get_close_matches(name, [n for n in dir(type(self)) if not n.startswith("_")]
+                                              + list(ops.METHODS), n=1)
+            msg += f". Did you mean: '{close[0]}'?" if close else ""
+        raise AttributeError(msg)
 
 
 class _OutputTensor(Tensor):
@@ -345,6 +355,10 @@ class DimensionSize(Tensor):
     def __init__(self, data: int, name: str | None = None):
         if isinstance(data, bool) or not isinstance(data, (int, np.integer)):
             raise_error("DimensionSize data must be an int.", [f"Got: {data!r}."])
+        if not -(2**31) <= int(data) < 2**31:
+            raise_error(f"Value {int(data)} does not fit in int32.",
+                        [expected("data", int(data), "an int32 value (a DimensionSize is int32: "
+                                  f"[{-(2**31)}, {2**31 - 1}])")])
         array = np.asarray(int(data), dtype=np.int32)
         self.trace_tensor = constant(array, dtypes.int32, user_location(), value=array, name=name)
         self.trace_tensor.is_shape = True
