@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_init, ops_math, ops_shape, shapes
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.checks import FLOAT, check_dtype, check_ints, check_same_dtype, check_tensor
-from tripy_lab.frontend.modules import DefaultParameter, Module
+from tripy_lab.frontend.modules import DefaultParameter, Module, module_dataclass
 from tripy_lab.frontend.tensor import Tensor
 
 
@@ -66,8 +68,9 @@ class _ConvBase(Module):
             shape = (in_channels, out_channels // groups, *kernel_dims)
         else:
             shape = (out_channels, in_channels // groups, *kernel_dims)
-        self.weight = DefaultParameter(shape, dtype)
+        # bias first: nvtripy's ConvBase sets it before Conv sets the weight, so str(Conv) and state_dict list it first
         self.bias = DefaultParameter((out_channels,), dtype) if bias else None
+        self.weight = DefaultParameter(shape, dtype)
 
     def forward(self, input):  # noqa: A002 - tripy's parameter name
         cls = type(self).__name__
@@ -94,12 +97,30 @@ class _ConvBase(Module):
         return ops_shape.squeeze(out, -1) if n == 1 else out
 
 
+@module_dataclass
 class Conv(_ConvBase):
     """N-D cross-correlation of (N, C, D...) inputs; weight (out, in/groups, *kernel_dims), bias (out,)."""
 
+    dtype: D.dtype
+    weight: Tensor
+    padding: Sequence[tuple[int, int]]
+    stride: Sequence[int]
+    groups: int
+    dilation: Sequence[int]
+    bias: Tensor | None
 
+
+@module_dataclass
 class ConvTranspose(_ConvBase):
     """Transposed convolution; weight (in, out/groups, *kernel_dims), bias (out,)."""
+
+    dtype: D.dtype
+    weight: Tensor
+    padding: Sequence[tuple[int, int]]
+    stride: Sequence[int]
+    groups: int
+    dilation: Sequence[int]
+    bias: Tensor | None
 
     _TRANSPOSED = True
     _DTYPES = (D.float32, D.float16)
@@ -110,8 +131,17 @@ def _channel_view(p: Tensor, rank: int) -> Tensor:
     return ops_shape.reshape(p, [1, -1] + [1] * (rank - 2))
 
 
+@module_dataclass
 class BatchNorm(Module):
     """Inference batch norm: (x - running_mean) * rsqrt(running_var + eps) * weight + bias, per channel."""
+
+    num_features: int
+    dtype: D.dtype
+    eps: float
+    weight: Tensor
+    bias: Tensor
+    running_mean: Tensor
+    running_var: Tensor
 
     def __init__(self, num_features: int, dtype=D.float32, eps: float = 1e-5):
         super().__init__()
@@ -145,8 +175,15 @@ def _check_norm_input(cls: str, x, channels: int) -> None:
         raise_error(f"Expected {channels} channels in the input, but got {c}.", [f"Layer: {cls}."])
 
 
+@module_dataclass
 class InstanceNorm(Module):
     """Per-sample, per-channel normalization over the spatial dims, then weight/bias per channel."""
+
+    num_channels: int
+    dtype: D.dtype
+    weight: Tensor
+    bias: Tensor
+    eps: float
 
     def __init__(self, num_channels: int, dtype=D.float32, eps: float = 1e-5):
         super().__init__()
@@ -165,8 +202,16 @@ class InstanceNorm(Module):
                      params)
 
 
+@module_dataclass
 class GroupNorm(Module):
     """Normalize each group of num_channels / num_groups channels (with its spatial dims), then weight/bias."""
+
+    num_groups: int
+    num_channels: int
+    dtype: D.dtype
+    weight: Tensor
+    bias: Tensor
+    eps: float
 
     def __init__(self, num_groups: int, num_channels: int, dtype=D.float32, eps: float = 1e-5):
         super().__init__()

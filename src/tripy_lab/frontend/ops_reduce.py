@@ -82,8 +82,11 @@ def topk(input, k: int, dim: int) -> tuple[Tensor, Tensor]:  # noqa: A002
     check_tensor("topk", "input", input)
     check_dtype("topk", "input", input, TOPK_DTYPES)
     k = check_int("topk", "k", k)
-    if input.rank == 0:
-        raise_error("Input must have at least 1 dimension.", ["topk needs a dimension to select along."])
+    if input.rank == 0:  # nvtripy (test_reduce.py): a scalar, as one element along dim 0 or -1
+        norm_dim("topk", dim, 1)
+        x = ops_shape.reshape(input, (1,))
+        values, indices = _top_k("topk", "top_k_max", x, k, 0)
+        return ops_shape.reshape(values, ()), ops_shape.reshape(indices, ())
     d = norm_dim("topk", dim, input.rank)
     return _top_k("topk", "top_k_max", input, k, d)
 
