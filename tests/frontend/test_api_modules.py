@@ -201,13 +201,13 @@ def test_norm_parameters_and_errors():
     inorm.initialize_dummy_parameters()
     with pytest.raises(tp.TripyException, match="Expected 5 channels in the input, but got 4"):
         inorm(tp.ones((1, 4, 2)))
-    with pytest.raises(tp.TripyException, match="Input must have a rank of at least 3 for InstanceNorm"):
+    with pytest.raises(tp.TripyException, match=r"(?s)rank of at least 3, but got input of rank: \d.*InstanceNorm"):
         inorm(tp.ones((1, 5)))
     gn.initialize_dummy_parameters()
     with pytest.raises(tp.TripyException, match="Invalid inputs for function: 'GroupNorm'"):
         gn(tp.ones((1, 4, 2), dtype=tp.int32))
     bn.initialize_dummy_parameters()
-    with pytest.raises(tp.TripyException, match="rank of at least 2 for BatchNorm"):
+    with pytest.raises(tp.TripyException, match=r"(?s)rank of at least 2, but got input of rank: \d.*BatchNorm"):
         bn(tp.ones((3,)))
 
 

@@ -98,3 +98,44 @@ def test_missing_tensor_attribute_suggests(engine):
     with pytest.raises(AttributeError, match=r"Did you mean: 'shape'\?"):
         getattr(a, "shpe")  # noqa: B009
     assert not hasattr(a, "no_way_this_will_ever_be_a_real_tensor_attr_name")
+
+
+def test_non_canonical_strides_are_copied_with_a_note(engine, capsys):
+    """Decision for issue 24 item 8: nvtripy refuses these (test_stride.py) because MLIR-TensorRT's memrefs need
+    canonical strides; a tp.Tensor's data is copied into the program anyway, so it is made contiguous, noted once.
+    Executable arguments of any strides are read right on every engine."""
+    transposed = np.arange(12, dtype=np.float32).reshape(3, 4).T
+    t = tp.Tensor(transposed)
+    assert t._data().flags.c_contiguous
+    np.testing.assert_array_equal((t + 0).numpy(), transposed)
+    out = capsys.readouterr().out
+    assert out.count("non-canonical strides") <= 1  # once per process
+    exe = tp.compile(lambda a: a * 2, args=[tp.InputInfo((4, 3), tp.float32)], engine=engine)
+    np.testing.assert_array_equal(exe(transposed).numpy(), transposed * 2)
+    np.testing.assert_array_equal(exe(np.arange(24, dtype=np.float32).reshape(4, 6)[:, ::2]).numpy(),
+                                  np.arange(24, dtype=np.float32).reshape(4, 6)[:, ::2] * 2)
+
+
+def _ready(module):
+    module.initialize_dummy_parameters()
+    return module
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: tp.split(tp.ones((4,)), []), "Split indices must not be empty"),
+    (lambda: _ready(tp.LayerNorm(3))(tp.ones((3,))), "Input must have a rank of at least 2, but got input of rank: 1"),
+    (lambda: _ready(tp.InstanceNorm(2))(tp.ones((1, 2))),
+     "Input must have a rank of at least 3, but got input of rank: 2"),
+    (lambda: _ready(tp.GroupNorm(1, 2))(tp.ones((1, 3, 2))), "Expected 2 channels in the input, but got 3 channels"),
+    (lambda: tp.masked_fill(tp.ones((2,)), tp.ones((2,)), 0.0), "Invalid inputs for function: 'masked_fill'"),
+])
+def test_messages_say_what_nvtripys_say(make, message):
+    module_made = None
+    try:
+        module_made = make()
+    except tp.TripyException as exc:
+        text = str(exc)
+        assert text.startswith(message), text
+        assert "-->" in text and "test_behaviour_rules.py" in text  # our extra lines: the user's line
+    else:
+        raise AssertionError(f"no error: {module_made}")

@@ -255,7 +255,8 @@ class LayerNorm(Module):
 
     def forward(self, x):
         if x.rank < 2:
-            raise_error("Input must have a rank of at least 2 for LayerNorm.", [f"Got rank: {x.rank}."])
+            raise_error(f"Input must have a rank of at least 2, but got input of rank: {x.rank}",
+                        ["Layer: LayerNorm (it normalizes the last dims of a batch)."])
         n = len(self.normalized_shape)
         scale = ops_shape.prepend_ones(self.weight, x.rank - n)
         bias = ops_shape.prepend_ones(self.bias, x.rank - n)

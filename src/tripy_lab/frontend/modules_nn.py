@@ -83,7 +83,8 @@ class _ConvBase(Module):
                         [f"Expected (N, C, spatial...), but got a tensor of rank {input.rank}."])
         c = input.trace_tensor.shape[1]
         if c is not None and c != self.in_channels:
-            raise_error(f"Expected {self.in_channels} channels in the input, but got {c}.", [f"Layer: {cls}."])
+            raise_error(f"Expected {self.in_channels} channels in the input, but got {c} channels",
+                        [f"Layer: {cls}."])
         x, w = input, self.weight
         stride, dilation = list(self.stride), list(self.dilation)
         pre, post = [p[0] for p in self.padding], [p[1] for p in self.padding]
@@ -158,7 +159,8 @@ class BatchNorm(Module):
         check_tensor("BatchNorm", "x", x)
         check_dtype("BatchNorm", "x", x, FLOAT)
         if x.rank < 2:
-            raise_error("Input must have a rank of at least 2 for BatchNorm.", [f"Got rank: {x.rank}."])
+            raise_error(f"Input must have a rank of at least 2, but got input of rank: {x.rank}",
+                        ["Layer: BatchNorm (the channels are dim 1)."])
         mean, var = _channel_view(self.running_mean, x.rank), _channel_view(self.running_var, x.rank)
         weight, bias = _channel_view(self.weight, x.rank), _channel_view(self.bias, x.rank)
         scale = ops_math.mul(ops_math.rsqrt(ops_math.add(var, self.eps)), weight)
@@ -169,10 +171,11 @@ def _check_norm_input(cls: str, x, channels: int) -> None:
     check_tensor(cls, "x", x)
     check_dtype(cls, "x", x, FLOAT)
     if x.rank < 3:
-        raise_error(f"Input must have a rank of at least 3 for {cls}.", [f"Got rank: {x.rank}."])
+        raise_error(f"Input must have a rank of at least 3, but got input of rank: {x.rank}",
+                    [f"Layer: {cls} (the channels are dim 1, spatial dims follow)."])
     c = x.trace_tensor.shape[1]
     if c is not None and c != channels:
-        raise_error(f"Expected {channels} channels in the input, but got {c}.", [f"Layer: {cls}."])
+        raise_error(f"Expected {channels} channels in the input, but got {c} channels", [f"Layer: {cls}."])
 
 
 @module_dataclass

@@ -161,7 +161,9 @@ def split(input, num_split_or_sizes, dim: int = 0) -> tuple:  # noqa: A002 - tri
     elif isinstance(num_split_or_sizes, (list, tuple)):
         sizes = list(num_split_or_sizes)
         if not sizes:
-            raise_error("Split sizes must not be empty.", ["Expected a non-empty sequence of ints or DimensionSizes."])
+            raise_error("Split indices must not be empty",
+                        ["For parameter: 'num_split_or_sizes', expected a non-empty sequence of ints or "
+                         "DimensionSizes but got: []."])
         for v in sizes:
             if not shapes.is_intlike(v):
                 raise_error("Invalid value for parameter: 'num_split_or_sizes' of 'split'.",

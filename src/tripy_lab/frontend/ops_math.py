@@ -334,6 +334,8 @@ def where(condition, input, other):  # noqa: A002
 def masked_fill(input, mask, value):  # noqa: A002
     """``value`` where ``mask`` is true, else ``input``."""
     check_tensor("masked_fill", "input", input)
+    check_tensor("masked_fill", "mask", mask)  # its own name in errors, not the `where` it is made of
+    check_dtype("masked_fill", "mask", mask, (D.bool,))
     from tripy_lab.frontend import ops_init
 
     return where(mask, ops_init.full_like(input, value), input)

@@ -12,6 +12,7 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.arrays import device_kind, to_host
 from tripy_lab.core.device import device as Device
 from tripy_lab.core.errors import expected, raise_error
+from tripy_lab.core.logging import logger
 from tripy_lab.core.source import user_location
 from tripy_lab.trace import TraceOp, TraceTensor, apply
 
@@ -190,6 +191,14 @@ class Tensor:
             dt = dtypes.from_numpy(host_dtype)
             if isinstance(array, np.ndarray) and array.dtype != dtypes.to_numpy(dt):
                 array = array.astype(dtypes.to_numpy(dt))
+            if isinstance(array, np.ndarray) and not array.flags.c_contiguous:
+                # nvtripy refuses non-canonical strides ("Non-canonical strides are not supported"): a limit of
+                # MLIR-TensorRT's runtime memrefs, not of the values. A constant is copied into the program here
+                # anyway, so it is made contiguous, with a note (docs/coverage.md, "behaviour").
+                logger.info("tp.Tensor: an array with non-canonical strides (e.g. a transpose) was copied to a "
+                            "contiguous one; nvtripy refuses such arrays (use np.ascontiguousarray there).",
+                            mode="once")
+                array = np.ascontiguousarray(array)
         else:
             raise_error("Unsupported data for Tensor.", [f"Got an object of type: {type(data).__name__}."])
         self.trace_tensor = constant(array, dt, loc, name=name)
