@@ -677,7 +677,7 @@ def _pads_attr(pads) -> str:
 def _convolution(op, args, ctx, em):
     """``xla_ops._convolution``: one ``stablehlo.convolution`` as ``lax.conv_general_dilated`` writes it (NC..
     / OI.. layouts, exact f32), then the bias added with numpy's broadcast."""
-    from tripy_lab.engine.xla_ops import _weights, _window_attrs
+    from tripy_lab.engine.xla.ops import _weights, _window_attrs
 
     x = ctx.operand("input")
     if not isinstance(x, Val) or not is_float(x.dtype) or not 1 <= x.ndim - 2 <= 3:
