@@ -139,3 +139,28 @@ def test_messages_say_what_nvtripys_say(make, message):
         assert "-->" in text and "test_behaviour_rules.py" in text  # our extra lines: the user's line
     else:
         raise AssertionError(f"no error: {module_made}")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"padding": ((2, 2),)}, "Padding must have the same length as kernel_dims."),
+    ({"padding": ((2, 2, 2), (2, 2, 2))}, "For parameter: 'padding', expected an instance of type: "
+                                          "'Sequence[Tuple[int, int]] | None'"),
+    ({"padding": ((1, 2), (-3, 1))}, "Negative padding is not supported."),
+    ({"stride": (-1, 0)}, "Non-positive stride is not supported."),
+    ({"stride": (2, 2, 2)}, "Stride must have the same length as kernel_dims."),
+    ({"dilation": (-1, 0)}, "Non-positive dilation is not supported."),
+    ({"dilation": (2, 2, 2)}, "Dilation must have the same length as kernel_dims."),
+])
+@pytest.mark.parametrize("cls", [tp.Conv, tp.ConvTranspose])
+def test_conv_parameter_messages_are_nvtripys(cls, kwargs, message):
+    with pytest.raises(tp.TripyException) as info:
+        cls(3, 16, (5, 5), **kwargs)
+    assert str(info.value).startswith(message)
+    assert f"of '{cls.__name__}'" in str(info.value)  # our line naming the parameter and the layer
+
+
+def test_conv_rank_mismatch_message(engine):
+    conv = tp.Conv(3, 16, (5,))
+    conv.initialize_dummy_parameters()
+    with pytest.raises(tp.TripyException, match="Input and weight should have the same number of spatial dim"):
+        conv(tp.ones((4, 3, 8, 8)))

@@ -20,12 +20,14 @@ def _int_list(cls: str, param: str, value, n: int, default: int, minimum: int) -
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise_error(f"Invalid value for parameter: '{param}' of '{cls}'.",
                     [f"Expected a sequence of {n} ints, but got: {value!r}."])
-    if len(value) != n:
-        raise_error(f"Invalid value for parameter: '{param}' of '{cls}'.",
-                    [f"Expected {n} entries (one per spatial dim of kernel_dims), but got: {list(value)}."])
+    if len(value) != n:  # nvtripy's wording first, then which parameter and what was expected
+        raise_error(f"{param.capitalize()} must have the same length as kernel_dims.",
+                    [f"Invalid value for parameter: '{param}' of '{cls}': expected {n} entries (one per spatial dim "
+                     f"of kernel_dims), but got: {list(value)}."])
     if any(v < minimum for v in value):
-        raise_error(f"Invalid value for parameter: '{param}' of '{cls}'.",
-                    [f"Expected values >= {minimum}, but got: {list(value)}."])
+        raise_error(f"Non-positive {param} is not supported.",
+                    [f"Invalid value for parameter: '{param}' of '{cls}': expected values >= {minimum}, but got: "
+                     f"{list(value)}."])
     return list(value)
 
 
@@ -51,11 +53,21 @@ class _ConvBase(Module):
                         [f"Got groups: {groups}, in_channels: {in_channels}, out_channels: {out_channels}."])
         if padding is None:
             padding = [(0, 0)] * n
+        if isinstance(padding, (list, tuple)) and len(padding) != n:
+            raise_error("Padding must have the same length as kernel_dims.",
+                        [f"Invalid value for parameter: 'padding' of '{cls}': expected {n} (before, after) pairs, "
+                         f"but got: {padding!r}."])
+        if isinstance(padding, (list, tuple)) and any(isinstance(v, int) and v < 0 for p in padding
+                                                      if isinstance(p, (list, tuple)) for v in p):
+            raise_error("Negative padding is not supported.",
+                        [f"Invalid value for parameter: 'padding' of '{cls}': got: {padding!r}."])
         if not isinstance(padding, (list, tuple)) or len(padding) != n or not all(
                 isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) and v >= 0 for v in p)
                 for p in padding):
-            raise_error(f"Invalid value for parameter: 'padding' of '{cls}'.",
-                        [f"Expected {n} (before, after) pairs of non-negative ints, but got: {padding!r}."])
+            raise_error("For parameter: 'padding', expected an instance of type: 'Sequence[Tuple[int, int]] | None' "
+                        f"but got: {padding!r}.",
+                        [f"Invalid value for parameter: 'padding' of '{cls}': expected {n} (before, after) pairs of "
+                         "non-negative ints."])
         self.dtype = dtype
         self.in_channels = in_channels
         self.out_channels = out_channels
@@ -79,8 +91,9 @@ class _ConvBase(Module):
         check_same_dtype(cls, ("input", "weight"), (input, self.weight))
         n = len(self.kernel_dims)
         if input.rank != n + 2:
-            raise_error(f"Input must have a rank of {n + 2} for a {n}D {cls}.",
-                        [f"Expected (N, C, spatial...), but got a tensor of rank {input.rank}."])
+            raise_error("Input and weight should have the same number of spatial dimensions",
+                        [f"Input must have a rank of {n + 2} for a {n}D {cls}: expected (N, C, spatial...), but got a "
+                         f"tensor of rank {input.rank}."])
         c = input.trace_tensor.shape[1]
         if c is not None and c != self.in_channels:
             raise_error(f"Expected {self.in_channels} channels in the input, but got {c} channels",
