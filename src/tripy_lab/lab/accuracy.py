@@ -222,8 +222,10 @@ def _resolve_against(exe, against):
     from tripy_lab.executable import Executable
 
     if isinstance(against, Executable):
-        return f"{against.engine} ({'same program' if against._program is exe._program else 'other program'})", \
-            against._program, against.engine
+        what = "same program" if against._program is exe._program else "other program"
+        if against.engine == "reference":  # the oracle: in float64
+            return f"reference (float64, {what})", against._program, runs.FLOAT64
+        return f"{against.engine} ({what})", against._program, against.engine
     if against in (None, "reference", runs.FLOAT64):
         return "reference (float64)", exe._program, runs.FLOAT64
     if isinstance(against, str):
@@ -278,9 +280,11 @@ def accuracy(exe, *args, against="reference", rtol: float | None = None, atol: f
     values = [v for v in mark.markable(program) if v in matched]
     dynamic = max([max(a.shape, default=1) for a in exe_args], default=1)
     groups = mark.chunks(program, values, _budget(max_bytes), dynamic)
-    ops = program.ops()
+    ops, other_ops = program.ops(), other.ops()
     lines = mlir_lines(exe.stages["lowered"].as_text() if exe.stages.get("lowered") else "", len(ops))
     scopes = _scopes(exe)
+    if isinstance(against, Executable):
+        scopes = {**_scopes(against), **scopes}
     inputs = _compared_inputs(program, set(values))
     errors: list[OpError] = []
     for group in groups:
@@ -293,7 +297,8 @@ def accuracy(exe, *args, against="reference", rtol: float | None = None, atol: f
             r_tol, a_tol = (r_tol if rtol is None else rtol), (a_tol if atol is None else atol)
             a, b = got[v], want[matched[v]]
             max_abs, max_rel, outside = compare(a, b, r_tol, a_tol)
-            origin = program.origin_of(op)
+            origin = program.origin_of(op) or (other.origin_of(other_ops[matched[v][0]]) if other is not program
+                                                 else None)  # an edited program keeps no locations
             trace_op = origin.trace_op if origin else ""
             module, call = scopes.get(trace_op, ("", ""))
             errors.append(OpError(v[0], v[1], _short(op), dt, tuple(a.shape), max_abs, max_rel, outside, int(a.size),
