@@ -47,9 +47,38 @@ def _float64_results():
             dtypes.to_numpy = original
 
 
+# Ops that only move data: their inputs stay in the stored dtype (a transposed embedding table is not copied
+# in float64); every op that computes reads float64.
+_MOVES = frozenset({"tensorrt.transpose", "tensorrt.reshape", "tensorrt.broadcast", "tensorrt.slice",
+                    "tensorrt.gather", "tensorrt.concatenation", "tensorrt.collapse_rank", "tensorrt.expand_rank",
+                    "tensorrt.shape"})
+
+
 def _promote(a):
     a = np.asarray(a)
-    return a.astype(np.float64) if a.dtype.kind == "f" or a.dtype == _BF16 else a
+    if a.dtype == np.float64:
+        return a
+    if a.dtype == np.float16 or a.dtype == _BF16:  # through float32: numpy's half -> double loop is slow
+        return a.astype(np.float32).astype(np.float64)
+    return a.astype(np.float64) if a.dtype.kind == "f" else a
+
+
+def _matmul64(op, a, b, block: int = 1 << 22):
+    """The reference's matrix_multiply in float64, the right operand promoted one column block at a time (a
+    float64 copy of a whole lm-head weight would double the model's memory)."""
+    from tripy_lab.mlir.dialect import attr_value
+
+    if attr_value(op, "op0") == "kTRANSPOSE":
+        a = np.swapaxes(a, -1, -2)
+    if attr_value(op, "op1") == "kTRANSPOSE":
+        b = np.swapaxes(b, -1, -2)
+    a = _promote(a)
+    if b.ndim < 2 or b.dtype == np.float64 or b.size <= block:
+        return np.matmul(a, _promote(b))
+    n = b.shape[-1]
+    step = max(1, block // max(1, b.size // n))
+    parts = [np.matmul(a, _promote(b[..., j:j + step])) for j in range(0, n, step)]
+    return np.concatenate(parts, axis=-1)
 
 
 def run_float64(program: MlirProgram, args, keep) -> dict:
@@ -77,9 +106,14 @@ def run_float64(program: MlirProgram, args, keep) -> dict:
                     _LOCAL.promote = True
                 continue
             with np.errstate(all="ignore"):
-                got = TABLE[op.name](op, [_promote(env[v]) for v in op.operands], env, program)
+                if op.name == "tensorrt.matrix_multiply":
+                    got = _matmul64(op, env[op.operands[0]], env[op.operands[1]])
+                else:
+                    ins = [env[v] for v in op.operands] if op.name in _MOVES else [_promote(env[v])
+                                                                                   for v in op.operands]
+                    got = TABLE[op.name](op, ins, env, program)
             for r, (res, val) in enumerate(zip(op.results, got if isinstance(got, list) else [got])):
-                val = _promote(val)
+                val = np.asarray(val) if op.name in _MOVES else _promote(val)
                 env[res] = val
                 if (i, r) in keep:
                     out[(i, r)] = val
