@@ -176,13 +176,17 @@ def compare(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tuple[flo
         bad = int(np.count_nonzero(a != b))
         d = np.abs(a.astype(np.float64) - b.astype(np.float64)) if a.size else np.zeros(0)
         return float(d.max(initial=0.0)), float((d / np.maximum(np.abs(b), 1)).max(initial=0.0)), bad
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
     with np.errstate(all="ignore"):
-        same = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
-        d = np.where(same, 0.0, np.abs(a64 - b64))
-        d = np.where(np.isnan(d), np.inf, d)
-        rel = np.where(d == 0, 0.0, d / np.maximum(np.abs(b64), np.finfo(np.float64).tiny))
-        outside = int(np.count_nonzero(d > atol + rtol * np.abs(b64)))
+        d = np.abs(a64 - b64)  # inf - inf and nan give nan: equal infs / nans agree below, the rest is inf
+        nan = np.isnan(d)
+        if nan.any():
+            d[nan & ~((a64 == b64) | (np.isnan(a64) & np.isnan(b64)))] = np.inf
+            d[np.isnan(d)] = 0.0
+        mag = np.abs(b64)
+        outside = int(np.count_nonzero(d > atol + rtol * mag))
+        np.maximum(mag, np.finfo(np.float64).tiny, out=mag)
+        rel = np.divide(d, mag, out=mag)
     return float(d.max(initial=0.0)), float(rel.max(initial=0.0)), outside
 
 

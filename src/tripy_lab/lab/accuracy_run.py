@@ -75,6 +75,10 @@ def _matmul64(op, a, b, block: int = 1 << 22):
     a = _promote(a)
     if b.ndim < 2 or b.dtype == np.float64 or b.size <= block:
         return np.matmul(a, _promote(b))
+    if b.ndim == 2 and b.T.flags.c_contiguous:  # a transposed weight (a view): promote rows of the weight
+        w, n = b.T, b.shape[1]
+        step = max(1, block // w.shape[1])
+        return np.concatenate([np.matmul(a, _promote(w[j:j + step]).T) for j in range(0, n, step)], axis=-1)
     n = b.shape[-1]
     step = max(1, block // max(1, b.size // n))
     parts = [np.matmul(a, _promote(b[..., j:j + step])) for j in range(0, n, step)]
@@ -85,6 +89,7 @@ def run_float64(program: MlirProgram, args, keep) -> dict:
     """Values ``keep`` ((op, result) pairs) of ``program`` run by the reference interpreter with every float
     tensor in float64 (constants are promoted where used, not stored twice). Values are freed after last use."""
     from tripy_lab.engine.reference import TABLE
+    from tripy_lab.mlir.dialect import attr_value
 
     ops = program.ops()
     main = program.main()
@@ -108,6 +113,8 @@ def run_float64(program: MlirProgram, args, keep) -> dict:
             with np.errstate(all="ignore"):
                 if op.name == "tensorrt.matrix_multiply":
                     got = _matmul64(op, env[op.operands[0]], env[op.operands[1]])
+                elif op.name == "tensorrt.transpose":  # a view: a transposed embedding table is not copied
+                    got = np.transpose(env[op.operands[0]], attr_value(op, "permutation"))
                 else:
                     ins = [env[v] for v in op.operands] if op.name in _MOVES else [_promote(env[v])
                                                                                    for v in op.operands]

@@ -19,21 +19,27 @@ def value_label(op_index: int, result_index: int) -> str:
     return f"op{op_index}.{result_index}"
 
 
-def markable(program: MlirProgram) -> list[tuple[int, int]]:
-    """Every (op, result) of @main worth comparing, in program order (constants left out)."""
+def markable(program: MlirProgram, constant_folds: bool = False) -> list[tuple[int, int]]:
+    """Every (op, result) of @main worth comparing, in program order: constants left out, and (unless
+    ``constant_folds``) values computed from constants alone (a transposed or dequantized weight: as big as
+    the weights, and the same on every call)."""
     out = []
+    folded: set = set()
     for i, op in enumerate(program.ops()):
-        if op.name in SKIP_OPS:
-            continue
+        if op.name in SKIP_OPS or (op.operands and all(v in folded for v in op.operands)):
+            folded.update(op.results)
+            if not constant_folds or op.name in SKIP_OPS:
+                continue
         for r, res in enumerate(op.results):
             if str(getattr(res.type, "element_type", "")) in dtypes.BY_MLIR:
                 out.append((i, r))
     return out
 
 
-def value_bytes(program: MlirProgram, value: tuple[int, int], dynamic: int) -> int:
-    """Bytes of one value: its static dims, each dynamic dim taken as ``dynamic`` (an estimate from the call)."""
-    res = program.ops()[value[0]].results[value[1]]
+def value_bytes(ops: list, value: tuple[int, int], dynamic: int) -> int:
+    """Bytes of one value (``ops``: ``program.ops()``): its static dims, each dynamic dim taken as ``dynamic``
+    (an estimate from the call's arguments)."""
+    res = ops[value[0]].results[value[1]]
     shape = [dynamic if d < 0 else d for d in res.type.get_shape()]
     return int(math.prod(shape) * max(dtypes.BY_MLIR[str(res.type.element_type)].itemsize, 1))
 
@@ -41,8 +47,9 @@ def value_bytes(program: MlirProgram, value: tuple[int, int], dynamic: int) -> i
 def chunks(program: MlirProgram, values: list[tuple[int, int]], budget: int, dynamic: int) -> list[list]:
     """``values`` split in program order into groups of at most ``budget`` bytes (one value a group at least)."""
     groups, current, size = [], [], 0
+    ops = program.ops()
     for v in values:
-        b = value_bytes(program, v, dynamic)
+        b = value_bytes(ops, v, dynamic)
         if current and size + b > budget:
             groups.append(current)
             current, size = [], 0
