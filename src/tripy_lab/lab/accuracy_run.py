@@ -88,7 +88,7 @@ def _matmul64(op, a, b, block: int = 1 << 22):
 def run_float64(program: MlirProgram, args, keep) -> dict:
     """Values ``keep`` ((op, result) pairs) of ``program`` run by the reference interpreter with every float
     tensor in float64 (constants are promoted where used, not stored twice). Values are freed after last use."""
-    from tripy_lab.engine.reference import TABLE
+    from tripy_lab.engine.reference.ops import TABLE
     from tripy_lab.mlir.dialect import attr_value
 
     ops = program.ops()
