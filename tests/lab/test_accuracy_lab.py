@@ -8,7 +8,7 @@ import pytest
 import tripy_lab as tp
 from tripy_lab.lab import html as H
 from tripy_lab.lab import magic, tabs
-from tripy_lab.lab.accuracy import accuracy
+from tripy_lab.lab.accuracy_report import accuracy
 from tripy_lab.lab.accuracy_views import precision_of, with_precision
 from tripy_lab.pipeline import trace
 

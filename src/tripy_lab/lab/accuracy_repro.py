@@ -100,7 +100,7 @@ def _program(report, target, inputs) -> MlirProgram:
     return MlirProgram(module, [], {}, ["out"], origins, {})
 
 
-_SCRIPT = '''"""Reproducer from tripy_lab.lab.accuracy: {title}
+_SCRIPT = '''"""Reproducer from tripy_lab.lab.accuracy(): {title}
 The op alone, its inputs fed as constants from the good run; compares the {engine} engine's result with the
 good run's ({against}). Run: python repro.py (exit code 1 when they disagree)."""
 import base64

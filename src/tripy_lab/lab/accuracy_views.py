@@ -62,7 +62,7 @@ def shade_mlir_html(html: str, by_line: dict[int, float], first_line: int | None
 def line_errors(report, lines: list[str], n_ops: int) -> tuple[dict[int, float], int | None]:
     """({1-based line of ``lines``: max relative error of its op}, the first divergent op's line), for the MLIR
     pane's own printing (profiles inlined: its line numbers are not those of ``as_text()``)."""
-    from tripy_lab.lab.accuracy import mlir_lines
+    from tripy_lab.lab.accuracy_report import mlir_lines
 
     at = mlir_lines("\n".join(lines), n_ops)
     out: dict[int, float] = {}
@@ -98,7 +98,7 @@ def run_accuracy(exe, point="opt", inputs=None):
     """``lab.accuracy`` on random inputs at the profile ``point`` ("min"/"opt"/"max" or {arg: shape}), or the
     user's ``inputs`` (a dict by argument name)."""
     from tripy_lab.lab import timing
-    from tripy_lab.lab.accuracy import accuracy
+    from tripy_lab.lab.accuracy_report import accuracy
 
     if inputs is None:
         inputs = timing.make_inputs(exe.input_infos, timing.shapes_at(exe.input_infos, point))

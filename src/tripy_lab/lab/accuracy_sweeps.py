@@ -10,7 +10,7 @@ import numpy as np
 
 from tripy_lab.core.bounds import InputInfo
 from tripy_lab.core.errors import raise_error
-from tripy_lab.lab.accuracy import AccuracyReport, accuracy
+from tripy_lab.lab.accuracy_report import AccuracyReport, accuracy
 
 
 def random_inputs(exe, seed: int = 0) -> list:
