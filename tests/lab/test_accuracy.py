@@ -54,7 +54,7 @@ def test_fp16_softmax_without_max_subtraction_overflows_at_exp(engine):
     assert [e.op for e in report.ops if not e.within][1:] == ["reduce <kSUM>", "element_wise <kDIV>"]
     table = report.table()
     assert list(table["outside"]) == [e.outside for e in report.ops] and table["first"].iloc[0]
-    assert report.by_trace_op()[first.trace_op] == np.inf
+    assert report.by_trace_op()[first.trace_op] == np.inf and first.tol_ratio == np.inf
     # without the overflow every op is within the fp16 tolerance of the float64 run
     ok = accuracy(exe, np.clip(x, -4, 4))
     assert ok.first_divergent is None and all(e.within for e in ok.ops) and max(e.max_rel for e in ok.ops) > 0
@@ -178,7 +178,8 @@ def test_marking_keeps_the_original_program():
 def test_compare_counts_nan_and_inf():
     a = np.array([1.0, np.inf, np.nan, np.inf], np.float32)
     b = np.array([1.0, np.inf, 2.0, 5.0])
-    assert compare(a, b, 0.0, 0.0) == (np.inf, np.inf, 2)
+    assert compare(a, b, 0.0, 0.0) == (np.inf, np.inf, 2, np.inf)
+    assert compare(np.array([1.0, 2.0]), np.array([1.0, 2.1]), 0.0, 0.01)[2:] == (1, pytest.approx(10.0))
 
 
 def test_bad_arguments_raise_naming_the_parameter():

@@ -32,7 +32,7 @@ class OpError:
     dtype: str  # the dtype the op computes in (its result's element type)
     shape: tuple
     max_abs: float
-    max_rel: float
+    max_rel: float  # max |a - b| / |b|: huge near zeros, see tol_ratio
     outside: int  # elements outside atol + rtol * |against|
     size: int
     rtol: float
@@ -43,6 +43,7 @@ class OpError:
     call: str = ""  # the public frontend call ("softmax", "__matmul__")
     user_line: str = ""  # the user's line ("model.py:12")
     inputs: tuple = ()  # (op, result) of the compared values this op reads (looked through others)
+    tol_ratio: float = 0.0  # max |a - b| / (atol + rtol * |b|): > 1 is outside; what the panes shade by
 
     @property
     def within(self) -> bool:
@@ -82,6 +83,7 @@ class AccuracyReport:
         first = self.first_divergent
         rows = [{"op": e.index, "mlir": e.op, "line": e.mlir_line, "dtype": e.dtype,
                  "shape": "x".join(str(d) for d in e.shape) or "scalar", "max_abs": e.max_abs, "max_rel": e.max_rel,
+                 "tol_ratio": e.tol_ratio,
                  "outside": e.outside, "size": e.size, "trace_op": e.trace_op, "call": e.call, "module": e.module,
                  "user_line": e.user_line, "first": "◀ first divergent" if e is first else ""} for e in self.ops]
         return LabFrame(pd.DataFrame(rows))
@@ -99,9 +101,14 @@ class AccuracyReport:
             agg["ops"] += 1
         return out
 
-    def by_trace_op(self) -> dict[str, float]:
-        """{trace op name: max relative error of its MLIR ops}: the per-trace-op map for graph shading."""
-        return {k: v["max_rel"] for k, v in self._fold(lambda e: e.trace_op).items()}
+    def by_trace_op(self, metric: str = "tol_ratio") -> dict[str, float]:
+        """{trace op name: worst ``metric`` of its MLIR ops} ("tol_ratio": how many tolerances off, > 1 is
+        outside; or "max_abs" / "max_rel"): the per-trace-op map for graph shading."""
+        out: dict[str, float] = {}
+        for e in self.ops:
+            if e.trace_op:
+                out[e.trace_op] = max(out.get(e.trace_op, 0.0), getattr(e, metric))
+        return out
 
     def by_call(self) -> dict:
         return self._fold(lambda e: f"{e.call} @ {e.user_line}" if e.call else "")
@@ -110,11 +117,11 @@ class AccuracyReport:
         return self._fold(lambda e: e.module or "")
 
     def by_mlir_line(self) -> dict[int, float]:
-        """{1-based MLIR line: max relative error}: for shading the MLIR pane."""
+        """{1-based line of ``as_text()``: worst tol_ratio of its op}."""
         out: dict[int, float] = {}
         for e in self.ops:
             if e.mlir_line:
-                out[e.mlir_line] = max(out.get(e.mlir_line, 0.0), e.max_rel)
+                out[e.mlir_line] = max(out.get(e.mlir_line, 0.0), e.tol_ratio)
         return out
 
     def subgraph(self, op: OpError | None = None):
@@ -167,15 +174,16 @@ def mlir_lines(text: str, n_ops: int) -> list[int | None]:
     return lines if len(lines) == n_ops else [None] * n_ops
 
 
-def compare(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tuple[float, float, int]:
-    """(max abs, max rel, count outside atol + rtol*|b|) of exe's ``a`` vs ``b``; equal infs agree, a NaN
-    on one side only (or an inf against a finite value) is an infinite error."""
+def compare(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tuple[float, float, int, float]:
+    """(max abs, max rel, count outside atol + rtol*|b|, max |a-b| / (atol + rtol*|b|)) of exe's ``a`` vs
+    ``b``; equal infs agree, a NaN on one side only (or an inf against a finite value) is an infinite error."""
     if a.shape != b.shape:
-        return float("inf"), float("inf"), max(a.size, b.size)
+        return float("inf"), float("inf"), max(a.size, b.size), float("inf")
     if a.dtype.kind not in "fc" and b.dtype.kind not in "fc" and a.dtype.name != "bfloat16":
         bad = int(np.count_nonzero(a != b))
         d = np.abs(a.astype(np.float64) - b.astype(np.float64)) if a.size else np.zeros(0)
-        return float(d.max(initial=0.0)), float((d / np.maximum(np.abs(b), 1)).max(initial=0.0)), bad
+        return (float(d.max(initial=0.0)), float((d / np.maximum(np.abs(b), 1)).max(initial=0.0)), bad,
+                float("inf") if bad else 0.0)
     a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
     with np.errstate(all="ignore"):
         d = np.abs(a64 - b64)  # inf - inf and nan give nan: equal infs / nans agree below, the rest is inf
@@ -184,10 +192,13 @@ def compare(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tuple[flo
             d[nan & ~((a64 == b64) | (np.isnan(a64) & np.isnan(b64)))] = np.inf
             d[np.isnan(d)] = 0.0
         mag = np.abs(b64)
-        outside = int(np.count_nonzero(d > atol + rtol * mag))
+        tol = atol + rtol * mag
+        outside = int(np.count_nonzero(d > tol))
+        ratio = float(np.where(d > 0, d / tol, 0.0).max(initial=0.0))
+        del tol
         np.maximum(mag, np.finfo(np.float64).tiny, out=mag)
         rel = np.divide(d, mag, out=mag)
-    return float(d.max(initial=0.0)), float(rel.max(initial=0.0)), outside
+    return float(d.max(initial=0.0)), float(rel.max(initial=0.0)), outside, ratio
 
 
 def _scopes(exe) -> dict:
@@ -300,14 +311,14 @@ def accuracy(exe, *args, against="reference", rtol: float | None = None, atol: f
             r_tol, a_tol = TOLERANCES.get(dt, (0.0, 0.0))
             r_tol, a_tol = (r_tol if rtol is None else rtol), (a_tol if atol is None else atol)
             a, b = got[v], want[matched[v]]
-            max_abs, max_rel, outside = compare(a, b, r_tol, a_tol)
+            max_abs, max_rel, outside, ratio = compare(a, b, r_tol, a_tol)
             origin = program.origin_of(op) or (other.origin_of(other_ops[matched[v][0]]) if other is not program
                                                  else None)  # an edited program keeps no locations
             trace_op = origin.trace_op if origin else ""
             module, call = scopes.get(trace_op, ("", ""))
             errors.append(OpError(v[0], v[1], _short(op), dt, tuple(a.shape), max_abs, max_rel, outside, int(a.size),
                                   r_tol, a_tol, lines[v[0]], trace_op, module, call,
-                                  origin.line if origin else "", inputs[v]))
+                                  origin.line if origin else "", inputs[v], ratio))
         del got, want
     report = AccuracyReport(exe, label, errors, program, exe_args, {}, time.perf_counter() - start, len(groups))
     report._other, report._side, report._matched, report._other_args = other, side, matched, other_args

@@ -40,11 +40,12 @@ def with_precision(frame, layers, program):
     return frame
 
 
-def _shade(rel: float) -> str:
-    """Background for a relative error: none below 1e-6, then yellow to red up to 1 (log scale)."""
-    if not rel > 1e-6:
+def _shade(ratio: float) -> str:
+    """Background for an error of ``ratio`` tolerances: none within tolerance (<= 1), then light to dark red
+    up to 1000 tolerances (log scale)."""
+    if not ratio > 1:
         return ""
-    level = 1.0 if math.isinf(rel) or math.isnan(rel) else min(1.0, (math.log10(rel) + 6) / 6)
+    level = 1.0 if math.isinf(ratio) or math.isnan(ratio) else min(1.0, math.log10(ratio) / 3)
     return f"background:rgba(239, 68, 68, {0.12 + 0.5 * level:.2f});"
 
 
@@ -69,15 +70,15 @@ def line_errors(report, lines: list[str], n_ops: int) -> tuple[dict[int, float],
     for e in report.ops:
         line = at[e.index] if e.index < len(at) else None
         if line is not None:
-            out[line] = max(out.get(line, 0.0), e.max_rel)
+            out[line] = max(out.get(line, 0.0), e.tol_ratio)
     first = report.first_divergent
     return out, (at[first.index] if first is not None and first.index < len(at) else None)
 
 
 def legend_html() -> str:
-    return ("<div class='tripy-accuracy-legend' style='font-size:11px;color:#4b5563'>MLIR lines shaded by max "
-            "relative error against the reference (float64): light 1e-6 … dark ≥ 1; a bar marks the first "
-            "divergent op.</div>")
+    return ("<div class='tripy-accuracy-legend' style='font-size:11px;color:#4b5563'>MLIR lines shaded by error "
+            "against the reference (float64), in tolerances (atol + rtol·|ref|): none within, light just outside, "
+            "dark ≥ 1000×; a bar marks the first divergent op.</div>")
 
 
 def report_html(report) -> str:
