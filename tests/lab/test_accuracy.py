@@ -200,3 +200,12 @@ def test_lab_functions_stay_functions_after_their_modules_load():
     assert callable(lab.accuracy) and callable(lab.accuracy_sweep)
     exe = _build(scaled_sum, [tp.InputInfo((3, 4), tp.float32)], "reference")
     assert lab.accuracy(exe, np.ones((3, 4), np.float32)).first_divergent is None
+
+
+@pytest.mark.parametrize("engine", ["xla", "onnxruntime"])
+def test_dynamic_shapes_are_compared_at_the_call_shape(engine):
+    exe = _build(naive_softmax, [tp.InputInfo(((1, 2, 4), 8), tp.float16)], engine)
+    x = np.zeros((3, 8), np.float16)
+    x[2, 7] = 12.0
+    report = accuracy(exe, x)
+    assert report.first_divergent.op == "unary <kEXP>" and report.first_divergent.shape == (3, 8)
