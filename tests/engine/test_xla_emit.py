@@ -1,4 +1,4 @@
-"""The xla engine's direct StableHLO emission (engine/xla_emit.py, xla_emit_ops.py) gives the same bits as
+"""The xla engine's direct StableHLO emission (engine/xla/emit.py, xla_emit_ops.py) gives the same bits as
 tracing the MLIR through jax (xla.DIRECT_STABLEHLO off), agrees with the reference interpreter, keeps the layer
 table's source lines and the persistent store, and falls back to jax with a note where it does not emit."""
 
@@ -12,9 +12,10 @@ import tripy_lab as tp
 
 pytest.importorskip("jax")
 
-from tripy_lab.engine import xla, xla_emit_ops  # noqa: E402
-from tripy_lab.engine.xla_cache import XlaStore  # noqa: E402
-from tripy_lab.engine.xla_ops import TABLE as XLA_TABLE  # noqa: E402
+from tripy_lab.engine.xla import build as xla  # noqa: E402
+from tripy_lab.engine.xla import emit_ops as xla_emit_ops  # noqa: E402
+from tripy_lab.engine.xla.cache import XlaStore  # noqa: E402
+from tripy_lab.engine.xla.ops import TABLE as XLA_TABLE  # noqa: E402
 
 F32, F16, BF16, I32, I8 = tp.float32, tp.float16, tp.bfloat16, tp.int32, tp.int8
 NP = {F32: np.float32, F16: np.float16, BF16: ml_dtypes.bfloat16, I32: np.int32, I8: np.int8}
@@ -205,7 +206,7 @@ def test_persistent_store_hits_on_the_direct_path(monkeypatch):
 
 
 def test_the_installed_jax_compiles_the_replaced_module():
-    from tripy_lab.engine.xla_emit import replacement_works
+    from tripy_lab.engine.xla.emit import replacement_works
 
     assert replacement_works() == ""  # on this jax the direct path is really taken (not the stub's zeros)
 
@@ -222,7 +223,7 @@ def test_every_mlir_op_has_a_row_in_the_emitter_table():
 def test_a_module_xla_refuses_is_traced_through_jax_instead(monkeypatch):
     import jax
 
-    from tripy_lab.engine.xla_emit import replacement_works
+    from tripy_lab.engine.xla.emit import replacement_works
 
     assert replacement_works() == ""  # the once-per-process self-test runs before compile is patched
     real, refused = jax.stages.Lowered.compile, []

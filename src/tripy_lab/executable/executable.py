@@ -290,19 +290,19 @@ class Executable:
 
         The same graph the ``onnxruntime`` engine runs; feed it to ``trtexec_command()`` or Netron.
         """
-        from tripy_lab.engine.onnx_export import export_onnx
+        from tripy_lab.engine.onnx.export import export_onnx
 
         return export_onnx(self._program, path, getattr(self._compiled, "lowering", None))
 
     def trtexec_command(self, onnx_path: str = "model.onnx") -> str:
         """``trtexec --onnx=... --minShapes/--optShapes/--maxShapes`` for this Executable's InputInfos."""
-        from tripy_lab.engine.onnx_export import trtexec_command
+        from tripy_lab.engine.onnx.export import trtexec_command
 
         return trtexec_command(self._program, onnx_path)
 
     def polygraphy_command(self, onnx_path: str = "model.onnx") -> str:
         """``polygraphy run ... --trt --onnxrt`` with the same min/opt/max shapes."""
-        from tripy_lab.engine.onnx_export import polygraphy_command
+        from tripy_lab.engine.onnx.export import polygraphy_command
 
         return polygraphy_command(self._program, onnx_path)
 

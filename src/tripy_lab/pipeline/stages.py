@@ -105,7 +105,7 @@ class Lowered:
 
     def to_onnx(self, path: str) -> str:
         """Write this program as an ONNX model (checked by onnx.checker); returns the path."""
-        from tripy_lab.engine.onnx_export import export_onnx
+        from tripy_lab.engine.onnx.export import export_onnx
 
         return export_onnx(self.program, path)
 

@@ -19,8 +19,8 @@ from functools import lru_cache
 import numpy as np
 
 from tripy_lab.engine.semantics import is_float, is_int
-from tripy_lab.engine.xla_emit import Fallback, Val, i64_array
-from tripy_lab.engine.xla_ops import _is_low_float, _unit_dims_to_drop
+from tripy_lab.engine.xla.emit import Fallback, Val, i64_array
+from tripy_lab.engine.xla.ops import _is_low_float, _unit_dims_to_drop
 
 FALLBACK = "fallback"
 TABLE: dict[str, object] = {}
@@ -475,7 +475,7 @@ def _softmax(op, args, ctx, em):
 def _constant(op, args, ctx, em):
     if ctx.index in ctx.lifted:
         return [ctx.lifted[ctx.index]]
-    from tripy_lab.engine.xla_ops import constant_value
+    from tripy_lab.engine.xla.ops import constant_value
 
     return [constant_value(op, ctx.program)]
 
@@ -486,7 +486,7 @@ def _shape(op, args, ctx, em):
 
 
 def _static_shape(ctx, name: str):
-    from tripy_lab.engine.xla_ops import _target_shape
+    from tripy_lab.engine.xla.ops import _target_shape
 
     return _target_shape(ctx, ctx.operand(name))
 
@@ -664,7 +664,7 @@ def _gather(op, args, ctx, em):
 @register("linspace")
 def _linspace(op, args, ctx, em):
     """``xla_ops._linspace`` op for op: zeros + start, plus iota * step[d] along each dim."""
-    from tripy_lab.engine.xla_ops import _target_shape
+    from tripy_lab.engine.xla.ops import _target_shape
 
     dt = ctx.result_dtype()
     if dt == np.bool_:
