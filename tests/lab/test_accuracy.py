@@ -47,7 +47,7 @@ def test_fp16_softmax_without_max_subtraction_overflows_at_exp(engine):
     report = accuracy(exe, x)
     first = report.first_divergent
     assert first is not None and first.op == "unary <kEXP>" and first.dtype == "float16"
-    assert first.user_line == _line(naive_softmax, "tp.exp(x)")
+    assert first.user_line == _line(naive_softmax, "tp.exp(x)") and first.call == "exp" and first.module == ""
     assert first.max_abs == np.inf and first.outside == 1 and first.size == 16
     assert first.mlir_line and "kEXP" in exe.stages["lowered"].as_text().splitlines()[first.mlir_line - 1]
     # downstream ops are off too, but they read an op that is off: not "first"
@@ -117,7 +117,8 @@ def test_int8_weight_only_linear_with_a_scale_off_by_10x(engine):
     r_bad = accuracy(_build(bad, args, engine), x, against=reference, rtol=0.05, atol=0.05)
     assert r_good.first_divergent is None
     first = r_bad.first_divergent
-    assert first is not None and first.user_line == _line(Mlp.forward, "self.down(h)")
+    assert first is not None and first.user_line == _line(Mlp.forward, "self.down(h)") and first.module == "down"
+    assert "down" in r_bad.by_module() and r_bad.by_module()["down"]["outside"] > 0
     assert first.max_abs > 10 * max(e.max_abs for e in r_good.ops if e.user_line == first.user_line)
 
 

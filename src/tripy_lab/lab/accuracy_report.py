@@ -316,6 +316,8 @@ def accuracy(exe, *args, against="reference", rtol: float | None = None, atol: f
                                                  else None)  # an edited program keeps no locations
             trace_op = origin.trace_op if origin else ""
             module, call = scopes.get(trace_op, ("", ""))
+            module = getattr(origin, "module", "") or module  # origins carry scopes (also after from_text)
+            call = getattr(getattr(origin, "call", None), "name", "") or call
             errors.append(OpError(v[0], v[1], _short(op), dt, tuple(a.shape), max_abs, max_rel, outside, int(a.size),
                                   r_tol, a_tol, lines[v[0]], trace_op, module, call,
                                   origin.line if origin else "", inputs[v], ratio))
