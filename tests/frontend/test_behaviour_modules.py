@@ -100,3 +100,64 @@ def test_a_module_containing_itself_does_not_loop():
     m = tp.Linear(2, 2)
     m.again = m
     assert sorted(m.state_dict()) == ["bias", "weight"]
+
+
+def test_str_of_a_deep_module_tree_iterates():
+    depth = 1200
+    text = str(_Chain(depth))
+    lines = text.splitlines()
+    assert len(lines) == 1 + 2 * depth + depth + 1  # header, per level: header + parameter, closers, root's close
+    assert lines[0] == "_Chain(" and lines[-1] == ")"
+    assert lines[2 * depth - 1] == " " * 4 * depth + "child: Module = Module("  # the deepest, fully indented
+    assert lines[2 * depth] == " " * 4 * (depth + 1) + "w: Parameter = (shape=(1,), dtype=float32),"
+    assert lines[2 * depth + 1] == " " * 4 * depth + "),"
+    m = tp.Linear(2, 2)
+    m.again = m
+    assert str(m).splitlines()[-2:] == ["    again: Module = Linear(...),", ")"]
+
+
+class _Net(tp.Module):
+    def __init__(self):
+        super().__init__()
+        self.param = tp.ones((2,))
+
+    def forward(self, x):
+        return x + self.param
+
+
+# nvtripy 0.1.7's wording first (frontend/module/test_module.py), our detail lines under it.
+@pytest.mark.parametrize("act, first, detail", [
+    (lambda n: setattr(n, "param", tp.ones((2, 3))),
+     "For parameter: param, new parameter is not compatible with the existing parameter.",
+     "New parameter shape: (2, 3) is not compatible with current shape: (2,)"),
+    (lambda n: setattr(n, "param", tp.ones((2,), dtype=tp.float16)),
+     "For parameter: param, new parameter is not compatible with the existing parameter.",
+     "New parameter dtype: float16 is not compatible with current dtype: float32"),
+    (lambda n: n.load_state_dict({"param": tp.zeros((3,))}, strict=False),
+     "For parameter: param, new parameter is not compatible with the existing parameter.",
+     "New parameter shape: (3,) is not compatible with current shape: (2,)"),
+    (lambda n: n.load_state_dict({"param": tp.ones((2,), dtype=tp.float16)}, strict=False),
+     "For parameter: param, new parameter is not compatible with the existing parameter.",
+     "New parameter dtype: float16 is not compatible with current dtype: float32"),
+    (lambda n: n.load_state_dict({"param": [0, 0]}, strict=False),
+     "Could not find an implementation for function: 'Module.load_state_dict'.",
+     "For parameter: 'state_dict', expected an instance of type: 'Dict[str, Tensor]' but got argument of type: "
+     "'Dict[str, list]'."),
+    (lambda n: n.load_state_dict({"param": tp.zeros((2,)), "param1": tp.zeros((2,))}),
+     "state_dict is incompatible.", "Note: Expected keys were: ['param']"),
+    (lambda n: tp.Linear(2, 3)(tp.ones((1, 2))),
+     "Some parameters were never set in the module. Please assign tensors for these parameters.",
+     "Note: Not set parameters were: weight, bias"),
+    (lambda n: n(tp.ones((2,)), tp.ones((2,))),
+     "Could not find an implementation for function: '_Net.forward'.",
+     "Function expects 1 parameters, but 2 arguments were provided."),
+    (lambda n: n(y=tp.ones((2,))),
+     "Could not find an implementation for function: '_Net.forward'.", "Missing a required argument: 'x'."),
+])
+def test_module_misuse_messages_are_nvtripys(act, first, detail):
+    with pytest.raises(tp.TripyException) as info:
+        act(_Net())
+    lines = str(info.value).splitlines()
+    assert lines[0] == first
+    assert detail in [line.strip() for line in lines[1:]]
+    assert "test_behaviour_modules.py" in str(info.value) or first == "state_dict is incompatible."

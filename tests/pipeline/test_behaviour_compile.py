@@ -58,3 +58,38 @@ def test_eval_with_a_dimension_input_uses_its_opt_value(capsys):
 
     tp.compile(func, args=[INFO, tp.DimensionInputInfo((1, 5, 9))])
     assert "\n6\n" in capsys.readouterr().out
+
+
+# nvtripy 0.1.7's wording first (backend/api/test_input_info.py, test_compile.py), our detail lines under it.
+@pytest.mark.parametrize("shape, detail", [
+    ((tp.int32, 1), "Expected an int, a (min, opt, max) tuple or a NamedDimension, but got: int32."),
+    (((1, 1), 1), "Entry 0: expected a (min, opt, max) triple, but got: (1, 1)."),
+    (((1, 1, 1, 1), 1), "Entry 0: expected a (min, opt, max) triple, but got: (1, 1, 1, 1)."),
+    (((tp.int32, 1, 1), 1), "Expected an int, a (min, opt, max) tuple or a NamedDimension, but got: int32."),
+])
+def test_input_info_shape_messages_are_nvtripys(shape, detail):
+    with pytest.raises(tp.TripyException) as info:
+        tp.InputInfo(shape=shape, dtype=tp.float32)
+    lines = str(info.value).splitlines()
+    assert lines[0] == "Could not find an implementation for function: 'InputInfo'."
+    assert lines[1].strip().startswith(
+        "For parameter: 'shape', expected an instance of type: 'Sequence[int | DimensionSize | Tuple[int | "
+        "DimensionSize, int | DimensionSize, int | DimensionSize]]' but got argument of type: ")
+    assert lines[2].strip() == detail
+    assert "test_behaviour_compile.py" in str(info.value)
+
+
+def test_missing_runtime_tensor_in_a_container_is_nvtripys_message():
+    def f(data):
+        return data["a"] + data["b"][1]
+
+    exe = tp.compile(f, args=[{"a": tp.InputInfo((2,), tp.float32),
+                               "b": [tp.ones((2,)), tp.InputInfo((2,), tp.float32)]}])
+    one = tp.ones((2,)).eval()
+    assert np.asarray(exe({"a": one, "b": [one, one]})).tolist() == [2.0, 2.0]
+    with pytest.raises(tp.TripyException) as info:
+        exe({"a": one, "b": [one]})
+    lines = str(info.value).splitlines()
+    assert lines[0] == "Missing runtime tensor for input `data.b[1]`."
+    assert "Expected inputs: ['data.a', 'data.b[1]']" in [line.strip() for line in lines]
+    assert "test_behaviour_compile.py" in str(info.value)

@@ -130,8 +130,9 @@ class Executable:
             _flatten(name, values[name], leaves)
         absent = [n for n in self._arg_names if n not in leaves]
         if absent:
-            raise_error(f"Missing argument: {', '.join(absent)}",
-                        ["Pass containers with the same structure as at compile time."])
+            raise_error(f"Missing runtime tensor for input `{absent[0]}`.",  # nvtripy's words, one input at a time
+                        [f"Missing: {', '.join(absent)}. Pass containers with the same structure as at compile time.",
+                         f"Expected inputs: {list(self._arg_names)}"])
         return [leaves[n] for n in self._arg_names]
 
     def _check_named_dims(self, arrays: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_init, ops_shape
 from tripy_lab.frontend.build import make1
-from tripy_lab.frontend.checks import check_ints, check_sequence
+from tripy_lab.frontend.checks import arity_error, check_ints, check_sequence
 from tripy_lab.frontend.scopes import call_module, recording, scoped_call
 from tripy_lab.frontend.tensor import Tensor
 
@@ -126,12 +126,20 @@ class Module:
 
     def load_state_dict(self, state_dict: dict, strict: bool = True):
         """Assign tensors by key; returns (missing_keys, unexpected_keys)."""
+        wrong = {k: type(v).__name__ for k, v in dict(state_dict).items() if not isinstance(v, Tensor)}
+        if wrong or not isinstance(state_dict, dict):
+            got = f"Dict[str, {' | '.join(sorted(set(wrong.values())))}]" if wrong else type(state_dict).__name__
+            raise_error("Could not find an implementation for function: 'Module.load_state_dict'.",
+                        [f"For parameter: 'state_dict', expected an instance of type: 'Dict[str, Tensor]' "
+                         f"but got argument of type: '{got}'.", f"Not tensors: {wrong}"])
         slots = {key: (value, owner, name) for key, value, owner, name in self._walk()}
         missing = {k for k, (v, _, _) in slots.items() if k not in state_dict and not getattr(v, "optional", False)}
         unexpected = {k for k in state_dict if k not in slots}
         if strict and (missing or unexpected):
             raise_error("state_dict is incompatible.",
-                        [f"Missing keys: {sorted(missing)}", f"Unexpected keys: {sorted(unexpected)}"])
+                        ([f"Missing keys: {sorted(missing)}"] if missing else [])
+                        + ([f"Unexpected keys: {sorted(unexpected)}", f"Note: Expected keys were: {sorted(slots)}"]
+                           if unexpected else []))
         for key, value in state_dict.items():
             if key in slots:
                 slots[key][1]._set_local(slots[key][2], value)
@@ -148,20 +156,42 @@ class Module:
         unset = [k for k, v in self.state_dict().items() if type(v) is DefaultParameter]
         if unset:
             raise_error("Some parameters were never set in the module. Please assign tensors for these parameters.",
-                        [f"Unset: {unset}"])
-        return call_module(self, self.forward, args, kwargs)
+                        [f"Note: Not set parameters were: {', '.join(unset)}"])
+        try:
+            return call_module(self, self.forward, args, kwargs)
+        except TypeError:  # forward cannot take these arguments: a TripyException at the user's line
+            error = arity_error(f"{type(self).__name__}.forward", inspect.signature(self.forward), args, kwargs)
+            if error is None:
+                raise
+            raise error from None
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError
 
     def __str__(self) -> str:
-        lines = [f"{type(self).__name__}("]
-        for name, p in self.named_parameters():
-            shape = p.shape if isinstance(p, DefaultParameter) else p.trace_tensor.shape
-            lines.append(f"    {name}: Parameter = (shape={shape}, dtype={p.dtype}),")
-        for name, child in self.named_children():
-            lines.append(f"    {name}: Module = " + str(child).replace("\n", "\n    ") + ",")
-        return "\n".join(lines + [")"])
+        # An explicit stack, not recursion: a tree of any depth prints (children in order, nested by 4 spaces).
+        lines: list[str] = []
+        open_ids: set[int] = set()  # the modules on the current path: one containing itself prints once
+        stack: list = [(self, "", "")]
+        while stack:
+            item = stack.pop()
+            if isinstance(item[0], str):  # a module's closing line
+                lines.append(item[0])
+                open_ids.discard(item[1])
+                continue
+            module, pad, label = item
+            if id(module) in open_ids:
+                lines.append(f"{pad}{label}{type(module).__name__}(...),")
+                continue
+            open_ids.add(id(module))
+            lines.append(f"{pad}{label}{type(module).__name__}(")
+            for name, p in module.named_parameters():
+                shape = p.shape if isinstance(p, DefaultParameter) else p.trace_tensor.shape
+                lines.append(f"{pad}    {name}: Parameter = (shape={shape}, dtype={p.dtype}),")
+            stack.append((f"{pad})," if label else ")", id(module)))
+            for name, child in reversed(list(module.named_children())):
+                stack.append((child, pad + "    ", f"{name}: Module = "))
+        return "\n".join(lines)
 
 
 def _check_compatible(name: str, old, new: Tensor) -> None:
@@ -172,7 +202,11 @@ def _check_compatible(name: str, old, new: Tensor) -> None:
     shape_differs = old_shape is not None and tuple(old_shape) != tuple(new_shape)  # None: any shape (scales)
     if shape_differs or old.dtype is not new.dtype:
         raise_error(f"For parameter: {name}, new parameter is not compatible with the existing parameter.",
-                    [f"Existing: shape={tuple(old_shape)}, dtype={old.dtype}; new: shape={tuple(new_shape)}, "
+                    ([f"New parameter shape: {tuple(new_shape)} is not compatible with current shape: "
+                      f"{tuple(old_shape)}"] if shape_differs else [])
+                    + ([f"New parameter dtype: {new.dtype} is not compatible with current dtype: {old.dtype}"]
+                       if old.dtype is not new.dtype else [])
+                    + [f"Existing: shape={tuple(old_shape)}, dtype={old.dtype}; new: shape={tuple(new_shape)}, "
                      f"dtype={new.dtype}."])
 
 
