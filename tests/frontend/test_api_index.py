@@ -177,7 +177,7 @@ def test_split(data):
 
 def test_split_errors():
     t = tp.ones((4,))
-    with pytest.raises(tp.TripyException, match="Number of splits must be positive"):
+    with pytest.raises(tp.TripyException, match="`num_split_or_sizes` must be positive"):
         tp.split(t, 0)
     with pytest.raises(tp.TripyException, match="Split indices must not be empty"):
         tp.split(t, [])

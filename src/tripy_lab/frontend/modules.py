@@ -299,6 +299,12 @@ class LayerNorm(Module):
             raise_error(f"Input must have a rank of at least 2, but got input of rank: {x.rank}",
                         ["Layer: LayerNorm (it normalizes the last dims of a batch)."])
         n = len(self.normalized_shape)
+        start = max(x.rank - n, 0)
+        for i, (d, k) in enumerate(zip(x.trace_tensor.shape[start:], self.normalized_shape[n - (x.rank - start):])):
+            if d is not None and d != k:  # else a broadcasting error inside the engine, or a wrong broadcast
+                raise_error(f"The normalization scale is not broadcast-compatible with the input at dimension "
+                            f"{start + i}", [f"normalized_shape={tuple(self.normalized_shape)}, "
+                                             f"input shape={tuple(x.trace_tensor.shape)}."])
         scale = ops_shape.prepend_ones(self.weight, x.rank - n)
         bias = ops_shape.prepend_ones(self.bias, x.rank - n)
         axes = tuple(range(x.rank - n, x.rank))

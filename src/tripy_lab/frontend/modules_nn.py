@@ -108,6 +108,12 @@ class _ConvBase(Module):
         params = {"stride": tuple(stride), "pre_padding": tuple(pre), "post_padding": tuple(post),
                   "dilation": tuple(dilation), "groups": self.groups}
         out = make1("deconv" if self._TRANSPOSED else "conv", inputs, params)
+        for i, size in enumerate(out.trace_tensor.shape[2:2 + n]):
+            if size is not None and size < 1:  # nvtripy reports it when the program is built; here at the call
+                raise_error(f"Calculated output size for spatial dimension idx {i} is too small",
+                            [f"{cls} output size {size} from input shape {tuple(input.trace_tensor.shape)}, kernel "
+                             f"{tuple(self.kernel_dims)}, stride {tuple(self.stride)}, padding {tuple(self.padding)}, "
+                             f"dilation {tuple(self.dilation)}."])
         return ops_shape.squeeze(out, -1) if n == 1 else out
 
 

@@ -153,7 +153,7 @@ def split(input, num_split_or_sizes, dim: int = 0) -> tuple:  # noqa: A002 - tri
     if shapes.is_intlike(num_split_or_sizes) and not isinstance(num_split_or_sizes, DimensionSize):
         n = int(num_split_or_sizes)
         if n <= 0:
-            raise_error("Number of splits must be positive.", [f"Got num_split_or_sizes: {n}."])
+            raise_error("`num_split_or_sizes` must be positive", [f"Got num_split_or_sizes: {n}."])
         if n == 1:
             return (input,)
         chunk = (size + n - 1) // n

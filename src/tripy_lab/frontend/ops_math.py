@@ -255,8 +255,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     ka = a.trace_tensor.shape[-1]
     kb = b.trace_tensor.shape[-2] if b.rank >= 2 else b.trace_tensor.shape[-1]
     if ka is not None and kb is not None and ka != kb:
+        which = "second to last dimension" if b.rank >= 2 else "last dimension"  # nvtripy's (MLIR-TRT's) words
         raise_error("Incompatible shapes for matrix multiplication.",
-                    [f"Contraction dims differ: {ka} (last dim of 'self') and {kb} (of 'other')."])
+                    [f"last dimension of input0 = {ka} and {which} of input1 = {kb} but must match",
+                     f"Contraction dims differ: {ka} (last dim of 'self') and {kb} (of 'other')."])
     return make1("matmul", [a, b])
 
 
