@@ -3,8 +3,9 @@ and reports.
 
 ``benchmark``, ``compare`` and ``diff`` work without widgets, ``profile`` gives the time per layer
 (pandas is imported when they run). ``show(exe)`` displays the ``%%tpcompile`` view of an Executable;
-``tune(f, args, space)`` sweeps build configs (here or on Dask); ``report(exe, path)`` and ``report_notebook(ipynb, path)`` write stand-alone HTML files
-(modules ``reports`` and ``tuning``: a submodule named ``report`` or ``tune`` would replace that function on this package once imported).
+``tune(f, args, space)`` sweeps build configs (here or on Dask); ``report(exe, path)`` and
+``report_notebook(ipynb, path)`` write stand-alone HTML files (modules ``reports`` and ``tuning``: a submodule
+named ``report`` or ``tune`` would replace that function on this package once imported).
 """
 
 from tripy_lab.lab.layer_time import profile

@@ -51,7 +51,7 @@ def pareto(rows: list[dict]) -> list[int]:
     points = sorted((row_time(r), r["max_abs_err"], i) for i, r in enumerate(rows) if _ok(r)
                     and math.isfinite(r.get("max_abs_err", float("nan"))))
     front, best_err = [], math.inf
-    for t, err, i in points:
+    for _t, err, i in points:
         if err < best_err:
             front.append(i)
             best_err = err

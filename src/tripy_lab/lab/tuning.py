@@ -30,7 +30,7 @@ TIMING_KEYS = ("warmup", "iters", "max_seconds", "profile_calls")
 def _dtype_name(value) -> str:
     if value is None:
         return "float32"
-    name = value.name if isinstance(value, type) and issubclass(value, dtypes.dtype) else value
+    name = value.name if isinstance(value, dtypes.dtype) else value
     if name not in DTYPES:
         raise_error(f"Invalid value for parameter: 'dtype': {value!r}.",
                     [expected("dtype", value, "one of 'float32', 'float16', 'bfloat16' or that tp dtype")])
@@ -40,7 +40,7 @@ def _dtype_name(value) -> str:
 def _quantize_name(value) -> str | None:
     if value in (None, False, "none", "None"):
         return None
-    name = value.name if isinstance(value, type) and issubclass(value, dtypes.dtype) else value
+    name = value.name if isinstance(value, dtypes.dtype) else value
     if name != "int8":
         raise_error(f"Invalid value for parameter: 'quantize': {value!r}.",
                     [expected("quantize", value, "None or 'int8' (int8 weight-only Linear)")])
@@ -181,7 +181,7 @@ class TuneRun:
     def wait(self, timeout: float | None = None) -> bool:
         return self.done.wait(timeout)
 
-    def result(self) -> TuneResult:
+    def result(self):  # -> tune_view.TuneResult
         from tripy_lab.lab.tune_view import TuneResult
 
         self.done.wait()
