@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.engine import xla_attention
+from tripy_lab.engine.xla import attention as xla_attention
 from tripy_lab.lab import benchmark, profile
 
 pytestmark = pytest.mark.gpu
@@ -105,7 +105,7 @@ def test_small_attention_stays_unfused_and_emitted_natively():
 
 
 def test_pallas_linear_gelu_matches_unfused_and_is_timed_as_its_own_layer():
-    from tripy_lab.engine import xla_linear
+    from tripy_lab.engine.xla import linear as xla_linear
 
     w = (np.random.default_rng(1).standard_normal((3072, 768)) * 0.03).astype(np.float16)
     b = (np.random.default_rng(2).standard_normal(3072) * 0.1).astype(np.float16)
@@ -172,7 +172,7 @@ def test_unaligned_lm_head_compiles_apart_and_matches_one_executable(monkeypatch
     """A GEMM with N = 50257 at the end (a GPT's lm head) on CUDA: two executables (the rest with cuBLASLt; the
     head's logits N-major, written by cuBLAS unpadded, or row-major, written by XLA's Triton GEMM), the one
     executable's numbers, and the head's kernels timed in the profile."""
-    from tripy_lab.engine import xla_split
+    from tripy_lab.engine.xla import split as xla_split
 
     monkeypatch.setattr(xla_split, "HEAD_LAYOUT", layout)
     # d = 1024: a body on the device longer than the host's launch of the head; with d = 256 (a 6 us body) the

@@ -197,7 +197,7 @@ def _static(value, env, program=None, depth: int = 0) -> np.ndarray | None:
         return None
     if op.name == "tensorrt.constant":
         return np.asarray(program.constant_value(op))
-    from tripy_lab.engine.reference import TABLE
+    from tripy_lab.engine.reference.ops import TABLE
 
     fn = TABLE.get(op.name)
     vals = [_static(o, env, program, depth + 1) for o in op.operands]
@@ -356,7 +356,8 @@ def _packed_by_kernel(found, env, platform):
     """q, k, v from one ``xla_pallas.linear`` call with ``parts=3``, or None where it does not apply."""
     import jax.numpy as jnp
 
-    from tripy_lab.engine import xla_linear, xla_pallas
+    from tripy_lab.engine.xla import linear as xla_linear
+    from tripy_lab.engine.xla import pallas as xla_pallas
 
     mode = xla_linear.MODE
     if not xla_linear.applies(platform, mode):
