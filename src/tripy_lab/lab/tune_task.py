@@ -107,11 +107,15 @@ def variant_of(func, args, dtype, quantize):
         return func, args
     from tripy_lab.pipeline.variants import variant
 
+    if isinstance(args, dict):  # by parameter name (the Tune tab's bounds): variant() takes them in order
+        func, values = variant(func, list(args.values()), dtype=dtype, quantize=quantize)
+        return func, dict(zip(args, values))
     return variant(func, args, dtype=dtype, quantize=quantize)
 
 
-def build(func, args, config: dict):
-    """trace -> lower -> build of one config; returns the Executable."""
+def build(func, args, config: dict, shapes=None):
+    """trace -> lower -> build of one config; returns the Executable. ``shapes``: {arg: shape} dicts compiled
+    besides the profile (the sweep's input shapes: their compile is part of the build, not of the first run)."""
     from tripy_lab import pipeline
 
     func, args = variant_of(func, with_opt(func, args, config.get("opt")), config.get("dtype"),
@@ -119,7 +123,8 @@ def build(func, args, config: dict):
     keyed = isinstance(args, dict)
     traced = pipeline.trace(func, args=() if keyed else args, kwargs=args if keyed else None)
     built = traced.lower().build(engine=config.get("engine"),
-                                 optimization_level=config.get("optimization_level", 3))
+                                 optimization_level=config.get("optimization_level", 3),
+                                 shapes=list(shapes) if shapes else "profile")
     return built.executable()
 
 
@@ -155,8 +160,9 @@ def reference(func, args, inputs=None, seed: int = 0) -> dict:
         inputs = dict(zip(infos, inputs))
     inputs = {k: (int(v) if isinstance(infos.get(k), DimensionInputInfo) else np.asarray(v))
               for k, v in inputs.items()}
-    return {"inputs": inputs, "outputs": outputs_of(exe, inputs),
-            "shape": timing.shape_label({k: (v if isinstance(v, int) else v.shape) for k, v in inputs.items()})}
+    shapes = {k: (v if isinstance(v, int) else tuple(v.shape)) for k, v in inputs.items()}
+    return {"inputs": inputs, "outputs": outputs_of(exe, inputs), "shapes": shapes,
+            "shape": timing.shape_label(shapes)}
 
 
 def errors(outs: list[np.ndarray], refs: list[np.ndarray], gate: dict) -> dict[str, Any]:
@@ -245,7 +251,7 @@ def run_config(index: int, config: dict, program: tuple, ref: dict, gate: dict, 
         _check(cancel)
         start = time.perf_counter()
         try:
-            exe = build(func, args, config)
+            exe = build(func, args, config, [ref["shapes"]])
         except TripyException as exc:
             row["error"] = f"build: {_why(exc)}"
             return row
@@ -256,9 +262,7 @@ def run_config(index: int, config: dict, program: tuple, ref: dict, gate: dict, 
         if keep:
             row["executable"] = exe
         try:
-            from tripy_lab.engine.onnx_export import trtexec_command
-
-            row["trtexec"] = trtexec_command(exe.stages["lowered"].program)
+            row["trtexec"] = exe.trtexec_command()
         except Exception:  # a command line is a convenience, never a failed row
             pass
         _check(cancel)
