@@ -58,4 +58,5 @@ def test_tune_tab_reports_a_bad_space_in_the_tab(ip):
     pane.opt.value = ""
     pane.levels.value = ()
     pane.run_button.click()
-    assert pane.run is None and "tripy-error" in pane.out.value and "optimization_level&#x27; is empty" in pane.out.value
+    assert pane.run is None and "tripy-error" in pane.out.value
+    assert "optimization_level&#x27; is empty" in pane.out.value
