@@ -36,9 +36,10 @@ def gpu_resources(client) -> dict | None:
     return {"GPU": 1} if any(w.get("resources", {}).get("GPU") for w in workers.values()) else None
 
 
-def reference_task(token: str, payload, inputs) -> dict:
+def reference_task(token: str, payload, inputs, engine: str) -> dict:
+    tune_task.setup_worker()
     func, args = tune_task.load_program(token, payload)
-    return tune_task.reference(func, args, inputs)
+    return tune_task.reference(func, args, inputs, engine=engine)
 
 
 def config_task(index: int, config: dict, token: str, payload, ref: dict, gate: dict, timing_opts: dict,
@@ -54,7 +55,7 @@ def payload_of(program: tuple, path: str | None) -> tuple:
     return ("pickle", cloudpickle.dumps((func, args)), None)
 
 
-def start(run, client, path: str | None, inputs, timing_opts: dict) -> None:
+def start(run, client, path: str | None, inputs, timing_opts: dict, engine: str) -> None:
     """Submit the sweep and stream rows into ``run`` from a background thread."""
     state: dict = {"futures": []}
     event = Event(run.token, client=client)
@@ -67,16 +68,16 @@ def start(run, client, path: str | None, inputs, timing_opts: dict) -> None:
             pass
 
     run._cancel_hooks.append(cancel)
-    threading.Thread(target=_drive, args=(run, client, path, inputs, timing_opts, state), daemon=True,
+    threading.Thread(target=_drive, args=(run, client, path, inputs, timing_opts, engine, state), daemon=True,
                      name="tripy-lab-tune-dask").start()
 
 
-def _drive(run, client, path, inputs, timing_opts, state) -> None:
+def _drive(run, client, path, inputs, timing_opts, engine, state) -> None:
     try:
         payload = payload_of(run.program, path)
         token = digest(payload[0], payload[1])
         program = client.scatter(payload, broadcast=True, hash=False)
-        ref_future = client.submit(reference_task, token, program, inputs, pure=False)
+        ref_future = client.submit(reference_task, token, program, inputs, engine, pure=False)
         state["futures"] = [ref_future]
         try:
             ref = ref_future.result()

@@ -102,8 +102,8 @@ def with_opt(func, args, opt: dict | None):
 
 
 def variant_of(func, args, dtype, quantize):
-    """The dtype / int8 weight-only variant (``pipeline.variants``); fp32 without quantize is the program."""
-    if dtype in (None, "float32") and not quantize:
+    """The dtype / int8 weight-only variant (``pipeline.variants``); no dtype and no quantize: the program."""
+    if dtype is None and not quantize:
         return func, args
     from tripy_lab.pipeline.variants import variant
 
@@ -145,14 +145,10 @@ def outputs_of(exe, inputs: dict) -> list[np.ndarray]:
     return [np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
 
 
-def reference(func, args, inputs=None, seed: int = 0) -> dict:
-    """The fp32 program on the reference engine: the inputs every config runs (random at the profile's opt
-    point unless given) and its outputs."""
-    from tripy_lab import pipeline
-
-    keyed = isinstance(args, dict)
-    traced = pipeline.trace(func, args=() if keyed else args, kwargs=args if keyed else None)
-    exe = traced.lower().build(engine="reference", optimization_level=0).executable()
+def reference(func, args, inputs=None, seed: int = 0, engine: str = "reference") -> dict:
+    """The program cast to fp32, on the reference engine (or ``engine``): the inputs every config runs (random
+    at the profile's opt point unless given) and its outputs."""
+    exe = build(func, args, {"engine": engine, "optimization_level": 0, "dtype": "float32"})
     infos = exe.input_infos
     if inputs is None:
         inputs = timing.make_inputs(infos, timing.shapes_at(infos, "opt"), seed)

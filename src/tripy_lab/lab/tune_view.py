@@ -41,6 +41,7 @@ def table_rows(rows: list[dict | None]) -> list[dict]:
         shown = {k: row.get(k) for k in COLUMNS}
         shown["engine"] = row.get("engine") or "default"
         shown["quantize"] = row.get("quantize") or ""
+        shown["dtype"] = row.get("dtype") or "as written"
         shown["opt"] = shape_label(row["opt"]) if row.get("opt") else ""
         out.append(shown)
     return out
@@ -143,9 +144,10 @@ def snippet(config: dict, program: tuple, path: str | None = None, trtexec: str 
     lines.insert(0, "import tripy_lab as tp")
     named, literal = _args_code(func, args, config.get("opt"))
     lines += named + [f"args = {literal}"]
-    if config.get("dtype") not in (None, "float32") or config.get("quantize"):
+    if config.get("dtype") or config.get("quantize"):
         lines.insert(1, "from tripy_lab.pipeline.variants import variant")
-        opts = [f'dtype="{config["dtype"]}"'] + ([f'quantize="{config["quantize"]}"'] if config.get("quantize") else [])
+        opts = ([f'dtype="{config["dtype"]}"'] if config.get("dtype") else []) + (
+            [f'quantize="{config["quantize"]}"'] if config.get("quantize") else [])
         lines.append(f"{name}, args = variant({name}, args, {', '.join(opts)})")
     engine = f', engine="{config["engine"]}"' if config.get("engine") else ""
     pass_args = "kwargs=args" if isinstance(args, dict) else "args=args"

@@ -27,9 +27,9 @@ TIMING_KEYS = ("warmup", "iters", "max_seconds", "profile_calls")
 
 
 # -- the space -----------------------------------------------------------------------------------------
-def _dtype_name(value) -> str:
-    if value is None:
-        return "float32"
+def _dtype_name(value) -> str | None:
+    if value in (None, "as written"):
+        return None  # the program's own dtypes
     name = value.name if isinstance(value, dtypes.dtype) else value
     if name not in DTYPES:
         raise_error(f"Invalid value for parameter: 'dtype': {value!r}.",
@@ -101,7 +101,9 @@ def label(config: dict) -> str:
     """``xla -O3 float16 int8-wo opt x=8x64``"""
     from tripy_lab.lab.timing import shape_label
 
-    parts = [config["engine"] or "default", f"-O{config['optimization_level']}", config["dtype"]]
+    parts = [config["engine"] or "default", f"-O{config['optimization_level']}"]
+    if config["dtype"]:
+        parts.append(config["dtype"])
     if config["quantize"]:
         parts.append(f"{config['quantize']}-wo")
     if config["opt"]:
@@ -194,12 +196,12 @@ class TuneRun:
         return progress_html(self)
 
 
-def _run_local(run: TuneRun, inputs, timing_opts: dict) -> None:
+def _run_local(run: TuneRun, inputs, timing_opts: dict, engine: str) -> None:
     tune_task._LOCAL_CANCEL[run.token] = threading.Event()
     try:
         func, args = run.program
         try:
-            ref = tune_task.reference(func, args, inputs)
+            ref = tune_task.reference(func, args, inputs, engine=engine)
         except Exception as exc:  # the fp32 program itself does not build or run: every row says so
             run.error = f"reference: {getattr(exc, 'summary', None) or exc}"
             run.fail_remaining(run.error)
@@ -216,7 +218,7 @@ def _run_local(run: TuneRun, inputs, timing_opts: dict) -> None:
 
 
 def tune(func_or_module, args, space, *, inputs=None, accuracy=DEFAULT_ACCURACY, client=None, wait: bool = True,
-         timing: dict | None = None, progress: bool = True):
+         timing: dict | None = None, progress: bool = True, reference: str = "reference"):
     """Build, check and time every config of ``space`` -> ``TuneResult`` (``wait=False``: a ``TuneRun``).
 
     * ``func_or_module``: a function, a ``tp.Module`` (sent to Dask workers with its weights, once) or an
@@ -224,10 +226,11 @@ def tune(func_or_module, args, space, *, inputs=None, accuracy=DEFAULT_ACCURACY,
       (a list, or a dict by parameter name).
     * ``space``: a dict of lists, every combination is a config: ``engine`` ("xla", "reference", ...),
       ``optimization_level`` (0-5), ``dtype`` (compute precision: "float32"/"float16"/"bfloat16" or a tp
-      dtype), ``quantize`` (None or "int8": int8 weight-only Linear), ``opt`` ({arg: opt shape}, min and max
-      kept); or an explicit list of config dicts.
-    * Accuracy: each config's top-level outputs against the fp32 program on the reference engine, on the same
-      inputs (``inputs``: {name: array}, else random at the profile's opt point). ``accuracy``: the gate,
+      dtype; not given: the program's own dtypes), ``quantize`` (None or "int8": int8 weight-only Linear),
+      ``opt`` ({arg: opt shape}, min and max kept); or an explicit list of config dicts.
+    * Accuracy: each config's top-level outputs against the program cast to fp32 (``pipeline.variants``), built
+      on the ``reference`` engine (the numpy interpreter; "xla" for big inputs), on the same inputs
+      (``inputs``: {name: array}, else random at the profile's opt point). ``accuracy``: the gate,
       ``{"atol", "rtol"}`` (every element ``|out - ref| <= atol + rtol * |ref|``) or a float max abs error.
     * Timing: ``lab.timing.measure`` (compute, latency, throughput) on those inputs; ``timing`` overrides
       ``DEFAULT_TIMING`` (warmup, iters, max_seconds, profile_calls). One timing at a time per process; on a
@@ -236,6 +239,9 @@ def tune(func_or_module, args, space, *, inputs=None, accuracy=DEFAULT_ACCURACY,
       interrupt (or ``run.cancel()``) stops the remaining configs.
     """
     configs = expand(space)
+    from tripy_lab.engine import engine_class
+
+    engine_class(reference)  # an unknown reference engine raises here
     gate = _gate(accuracy)
     timing_opts = {**DEFAULT_TIMING, **(timing or {})}
     bad = sorted(set(timing_opts) - set(TIMING_KEYS))
@@ -250,13 +256,13 @@ def tune(func_or_module, args, space, *, inputs=None, accuracy=DEFAULT_ACCURACY,
     program = (tune_task.import_path(path) if path else func_or_module, args)
     if client is None:
         run = TuneRun(configs, program, gate, "this process", path)
-        threading.Thread(target=_run_local, args=(run, inputs, timing_opts), daemon=True,
+        threading.Thread(target=_run_local, args=(run, inputs, timing_opts, reference), daemon=True,
                          name="tripy-lab-tune").start()
     else:
         from tripy_lab.lab import tune_dask
 
         run = TuneRun(configs, program, gate, tune_dask.describe(client), path)
-        tune_dask.start(run, client, path, inputs, timing_opts)
+        tune_dask.start(run, client, path, inputs, timing_opts, reference)
     if not wait:
         return run
     return _wait(run, progress)
