@@ -2,6 +2,7 @@
 
     python benchmarks/bench_tune.py [--workers 1,2] [--layers 12] [--json out.json]
     python benchmarks/bench_tune.py --gpu --json out.json        # the H200: one GPU worker
+    (--levels 0,3 --opts 256,1024 --seq 64,512,1024 --batch 1,8,8 shrink the space or change the shapes)
 
 CPU mode: the same sweep (xla, optimization levels 0-3 x four opt points of the sequence length) on a
 LocalCluster of 1, then 2 worker processes (one thread each, each with its own private caches, so every config
@@ -87,6 +88,10 @@ def main(argv=None):
     p.add_argument("--layers", type=int, default=gpt.L)
     p.add_argument("--vocab", type=int, default=gpt.V)
     p.add_argument("--json", default=None)
+    p.add_argument("--levels", default=None, help="optimization levels, e.g. 0,3 (default: 0,1,2,3; --gpu 0,3,4,5)")
+    p.add_argument("--opts", default=None, help="opt sequence lengths (default: 8,16,24,32; --gpu 128,256,512,1024)")
+    p.add_argument("--seq", default=None, help="sequence min,opt,max (default: 8,16,32; --gpu 64,512,1024)")
+    p.add_argument("--batch", default=None, help="batch min,opt,max (default: 1,1,1; --gpu 1,8,8)")
     a = p.parse_args(argv)
     import cloudpickle
 
@@ -97,6 +102,12 @@ def main(argv=None):
     else:
         batch, seq, levels, opts, bopt = (1, 1, 1), (8, 16, 32), [0, 1, 2, 3], [8, 16, 24, 32], 1
         timing = {"warmup": 1, "iters": 3, "max_seconds": 0.5, "profile_calls": 2}  # build-bound
+    ints = lambda text: [int(v) for v in text.split(",")]  # noqa: E731
+    levels = ints(a.levels) if a.levels else levels
+    opts = ints(a.opts) if a.opts else opts
+    seq = tuple(ints(a.seq)) if a.seq else seq
+    batch = tuple(ints(a.batch)) if a.batch else batch
+    bopt = batch[1]
     model, args = model_and_args(a.layers, a.vocab, batch, seq)
     sp = space(levels, opts, bopt)
     report: dict = {"mode": "gpu" if a.gpu else "cpu", "layers": a.layers, "vocab": a.vocab,
