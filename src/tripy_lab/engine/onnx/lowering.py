@@ -275,8 +275,7 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
     from onnx import helper
 
     from tripy_lab.engine.onnx.ops import TABLE
-    from tripy_lab.engine.xla.build import loc_name
-    from tripy_lab.mlir.attrs import elem_of, shape_of
+    from tripy_lab.mlir.attrs import elem_of, loc_name, shape_of
 
     b = _GraphBuilder(program)
     main = program.main()

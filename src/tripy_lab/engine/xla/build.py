@@ -109,6 +109,7 @@ from tripy_lab.engine.base import (
 from tripy_lab.engine.xla.cache import XlaStore
 from tripy_lab.engine.xla.ops import type_info
 from tripy_lab.engine.xla.split import unknown_option
+from tripy_lab.mlir.attrs import loc_name
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
@@ -149,23 +150,6 @@ def scope_name(trace_name: str | None, index: int) -> str:
             _SCOPE_BASES.clear()
         base = _SCOPE_BASES[trace_name or ""] = re.sub(r"[^A-Za-z0-9_]", "_", trace_name or "").strip("_") or "anon"
     return f"{base}__op{index}"
-
-
-def loc_name(op) -> str:
-    """The trace op name on an op's location: ``loc("%t5"(...))`` -> ``"%t5"`` ("" when unnamed)."""
-    return _loc_name(getattr(op, "location", None))
-
-
-def _loc_name(loc) -> str:
-    desc = getattr(loc, "desc", None)  # xDSL's NameLoc keeps the name in `desc`
-    name = getattr(desc, "data", None)
-    if isinstance(name, str):
-        return name
-    inner = getattr(loc, "locations", None)  # FusedLoc
-    for sub in getattr(inner, "data", inner) or ():
-        if name := _loc_name(sub):
-            return name
-    return ""
 
 
 def _result_info(r):
