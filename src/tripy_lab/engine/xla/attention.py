@@ -41,7 +41,7 @@ SPLIT_PACKED = True
 _SWAP_LAST = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2), 5: (0, 1, 2, 4, 3)}
 # "auto" fuses only attention whose scores (batch x heads x T x S) have at least this many elements. Below
 # it XLA's own fusions of the unfused ops are as fast or faster, and the whole program stays in one CUDA
-# graph (a cuDNN call splits XLA's command buffer). GPT-2 small on the H200 (benchmarks/README.md, back-to-
+# graph (a cuDNN call splits XLA's command buffer). GPT-2 small on the H200 (docs/perf-history.md, back-to-
 # back calls, unfused vs cuDNN): B1 T128 (0.2 M scores) 0.52 vs 0.58-0.79 ms, B1 T256 (0.8 M) 0.57 vs
 # 0.67 ms, B4 T256 and B1 T512 (3.1 M) equal, B8 T512 (25 M) 3.44 vs 2.71 ms.
 FUSE_MIN_SCORES = 1 << 21
@@ -324,7 +324,7 @@ def packed_qkv(m: Match, env, program, platform: str = "cpu"):
     computes the three with their bias, each into its own array ("kernel"); otherwise three einsums, which
     XLA's dot merger merges into one GEMM again, followed by a bias-add and slice copy for each. (Kept apart
     with the dot merger off, XLA runs them as Triton GEMMs, which take no bias epilogue: the bias adds stay
-    and the GPT is no faster; benchmarks/README.md, fourth session.)"""
+    and the GPT is no faster; docs/perf-history.md, fourth session.)"""
     import jax.numpy as jnp
 
     found = [_packed_projection(x, env, program) for x in (m.q, m.k, m.v)]
