@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 import time
 from typing import Any
 
@@ -163,6 +164,7 @@ class XlaCompiled(Planning, Tracing, Signatures, Running, CompiledEngine):
                                   "shapes_built": [], "hits": 0, "misses": 0})
         self._folded: dict[int, list] = {}  # constant op index -> its numpy value (direct StableHLO emission)
         self._execs: dict[tuple, _Built] = {}  # signature (shapes, dims) -> executable
+        self._build_lock = threading.Lock()  # one build after the first at a time: first use or a warm-up
         self._calls: dict[tuple, Any] = {}  # call key (type, shape, dtype per arg; dim values) -> caller(args)
         self._last: Any = None
         self._opt: _Built | None = None

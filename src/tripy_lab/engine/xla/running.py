@@ -182,8 +182,11 @@ class Running:
             names = self._arg_names
             point = call_point(self.program, {**{names[i]: s for i, s in zip(self._data_pos, shapes)},
                                               **{names[i]: d for i, d in zip(self._dim_pos, dims)}})
-            with build_errors("xla", self.program, point):
-                built = self._build(shapes, dims, "first use")
+            with self._build_lock:  # a warm-up may be compiling this very signature: wait for it, not twice
+                built = self._execs.get(sig)
+                if built is None:
+                    with build_errors("xla", self.program, point):
+                        built = self._build(shapes, dims, "first use")
         else:
             self.report.cache["hits"] += 1
         native = (np.ndarray, self._jax.Array)
@@ -198,6 +201,17 @@ class Running:
         except (AttributeError, TypeError):  # arguments without shape/dtype: never cached, always converted
             pass
         return list(out)
+
+    def warm(self, signature: dict) -> bool:
+        """Compile ``signature`` ({arg: shape or value}) unless it is built; True when this call compiled it."""
+        shapes, dims = self._point_signature("opt", signature)
+        self._validate_signature(shapes, dims)
+        with self._build_lock:
+            if self._sig(shapes, dims) in self._execs:
+                return False
+            with build_errors("xla", self.program, call_point(self.program, signature)):
+                self._build(shapes, dims, "warm-up")
+        return True
 
     def synchronize(self) -> None:
         if self._last is not None:
