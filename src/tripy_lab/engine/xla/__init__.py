@@ -35,9 +35,9 @@ FOLD_CONSTANTS = True
 # use) are tuned. Like TensorRT, which times its tactics at the profile's opt shapes.
 TUNE_OPT_ONLY = True
 # and on cuBLAS: untuned, XLA's Triton GEMMs run a default tiling that is far off (GPT-2 small at B8 T1024 on the
-# H200: its lm head 4.1 ms instead of 1.1 ms, the whole model 77 ms instead of 5 ms without xla_split), while cuBLAS
+# H200: its lm head 4.1 ms instead of 1.1 ms, the whole model 77 ms instead of 5 ms without split), while cuBLAS
 # picks its kernels by heuristics (docs/perf-history.md, eighth session)
 UNTUNED = {"xla_gpu_autotune_level": 0, "xla_gpu_enable_triton_gemm": False}
-# True: the StableHLO is written straight from the MLIR ops (``xla_emit``); programs with an op it does
+# True: the StableHLO is written straight from the MLIR ops (``emit``); programs with an op it does
 # not emit (and attention patterns that may be fused) are traced through jax, with a note saying why.
 DIRECT_STABLEHLO = True

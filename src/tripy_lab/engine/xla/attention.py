@@ -343,7 +343,7 @@ def packed_qkv(m: Match, env, program, platform: str = "cpu"):
     """(q, k, v as [B, T, H, D] computed straight from a packed projection, how: "kernel" or "einsums"), or
     None when they do not come from one.
 
-    Where the Linear kernel applies (``xla_linear.MODE``: CUDA, f16/bf16, tiles that divide), one kernel
+    Where the Linear kernel applies (``linear.MODE``: CUDA, f16/bf16, tiles that divide), one kernel
     computes the three with their bias, each into its own array ("kernel"); otherwise three einsums, which
     XLA's dot merger merges into one GEMM again, followed by a bias-add and slice copy for each. (Kept apart
     with the dot merger off, XLA runs them as Triton GEMMs, which take no bias epilogue: the bias adds stay
@@ -369,7 +369,7 @@ def packed_qkv(m: Match, env, program, platform: str = "cpu"):
 
 
 def _packed_by_kernel(found, env, platform):
-    """q, k, v from one ``xla_pallas.linear`` call with ``parts=3``, or None where it does not apply."""
+    """q, k, v from one ``pallas.linear`` call with ``parts=3``, or None where it does not apply."""
     import jax.numpy as jnp
 
     from tripy_lab.engine.xla import linear as xla_linear

@@ -2,8 +2,8 @@
 
 How a program runs
 ------------------
-* **StableHLO straight from the MLIR** (``DIRECT_STABLEHLO``, the default): ``xla_direct`` / ``xla_emit`` write each
-  MLIR op as StableHLO text (``xla_emit_ops.TABLE``, the same primitives the jax translations make, so the
+* **StableHLO straight from the MLIR** (``DIRECT_STABLEHLO``, the default): ``direct`` / ``emit`` write each
+  MLIR op as StableHLO text (``emit_ops.TABLE``, the same primitives the jax translations make, so the
   same bits) located at ``jit(main)/<t5>__op<i>/<prim>``, and puts the parsed module into the ``Lowered``
   of a stub jax function with the same argument and result types; that ``Lowered`` is compiled, stored
   and called like any other. A program with an op the table marks ``fallback`` ((de)convolution, pooling,
@@ -12,11 +12,11 @@ How a program runs
   (CUDA) is traced through jax instead, with a note "StableHLO traced through jax (why)"; so is a module
   XLA refuses to compile. A once-per-process self-test checks that the installed
   jax compiles the module it is given (else every program is traced, with that reason).
-* Traced through jax, each MLIR op is translated by ``xla_ops.TABLE[op.name]`` inside
+* Traced through jax, each MLIR op is translated by ``ops.TABLE[op.name]`` inside
   ``jax.named_scope("<t5>__op<i>")`` (the op's trace name, sanitised, plus its index in
   ``program.ops()``). Either way that name lands in the ``op_name`` metadata of every HLO instruction XLA
   makes from the op, which is how the layer table maps fused kernels back to trace ops and user lines
-  (``xla_layers``).
+  (``layers``).
 * **Shapes are concrete.** XLA compiles one executable per concrete input signature: the data
   arguments' shapes plus the values of DimensionInputInfo arguments (host scalars). While tracing,
   shape computations (``tensorrt.shape``, slices of shapes, i32 scalar arithmetic, concatenations that
@@ -24,13 +24,13 @@ How a program runs
   tensor data. The executable for the profile's ``opt`` shapes is built eagerly by ``build``; every
   other signature inside the bounds is built on first use and cached. ``report.cache`` lists the
   built signatures and counts hits and misses.
-* Constants with more than ``xla_ops.STATIC_RESULT_LIMIT`` elements are passed to the executable as
+* Constants with more than ``ops.STATIC_RESULT_LIMIT`` elements are passed to the executable as
   device-resident arguments (uploaded once at build) instead of being baked into the HLO. With the
   module switch ``FOLD_CONSTANTS = False`` so is every constant that no shape operand is computed from
-  (``xla_ops.SHAPE_OPERANDS``): the ops on them are then traced and run by XLA instead of folded in
+  (``ops.SHAPE_OPERANDS``): the ops on them are then traced and run by XLA instead of folded in
   numpy, which is how the frontend tests check the jax translations on eagerly evaluated constants.
-* **Two executables for an unaligned lm head** (CUDA, ``xla_split``): when the program ends in a big f16/bf16
-  GEMM whose rows are not a multiple of 8 and the signature has at least ``xla_split.MIN_ROWS`` of them, the ops
+* **Two executables for an unaligned lm head** (CUDA, ``split``): when the program ends in a big f16/bf16
+  GEMM whose rows are not a multiple of 8 and the signature has at least ``split.MIN_ROWS`` of them, the ops
   before it (the body) compile with Triton GEMMs off (cuBLASLt epilogues) and the GEMM and what follows (the
   head) with the build's options; a call queues both. Smaller signatures stay one executable.
 * ``run`` returns **jax arrays** on every platform, on the device they were computed on (GPU
@@ -65,7 +65,7 @@ dropped with a note in ``report.notes``.
 Persistent compilation cache
 ----------------------------
 With ``BuildOptions.compilation_cache_dir`` set (the pipeline passes ``tp.config.xla_cache_dir()``, a
-private per-user folder) every executable is serialized into tripy-lab's own store (``xla_cache``):
+private per-user folder) every executable is serialized into tripy-lab's own store (``cache``):
 the entry's key is bound to the program (argument names, op sequence, lowered StableHLO with locations, signature, XLA
 options, device, versions) and its payload is digest-checked on read, so a swapped, truncated or
 corrupt entry is a miss with its reason in ``report.cache["persistent_rejected"]`` and is replaced.

@@ -15,7 +15,7 @@ def _compile_contexts(x64: bool) -> ExitStack:
     from jax._src import config as jc
 
     stack = ExitStack()
-    # jax's persistent cache is off: our store (xla_cache) binds entries to their program
+    # jax's persistent cache is off: our store (cache) binds entries to their program
     for name, value in (("traceback_in_locations_limit", 0), ("enable_compilation_cache", False)):
         state = getattr(jc, name, None)
         if state is not None:
@@ -58,7 +58,7 @@ class _Built:
     _hlo: str | None = None
     notes: list[str] = field(default_factory=list)
     rejected: str = ""  # why a persistent cache entry was not used (swapped, truncated, ...)
-    path: str = "jax"  # how the StableHLO was made: "direct" (xla_emit) or "jax" (traced)
+    path: str = "jax"  # how the StableHLO was made: "direct" (emit) or "jax" (traced)
 
     @property
     def hlo(self) -> str:

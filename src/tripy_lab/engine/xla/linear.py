@@ -1,4 +1,4 @@
-"""A Linear layer and its GELU, run as one GPU kernel (``xla_pallas.linear``) instead of XLA's GEMM + pass.
+"""A Linear layer and its GELU, run as one GPU kernel (``pallas.linear``) instead of XLA's GEMM + pass.
 
 The pattern, as ``tp.Linear`` followed by ``tp.gelu`` lowers::
 

@@ -21,7 +21,7 @@ _SCOPE_BASES: dict[str, str] = {}
 
 
 def scope_name(trace_name: str | None, index: int) -> str:
-    """The jax named scope of MLIR op ``index``: ``%t5`` -> ``t5__op3`` (``xla_layers`` reads it back)."""
+    """The jax named scope of MLIR op ``index``: ``%t5`` -> ``t5__op3`` (``layers`` reads it back)."""
     base = _SCOPE_BASES.get(trace_name or "")
     if base is None:
         if len(_SCOPE_BASES) > 100_000:
@@ -51,7 +51,7 @@ class _OpPlan:
     location: Any = None
     operands: tuple = ()
     results: tuple = ()
-    infos: tuple = ()  # (shape, numpy dtype) of each result (``xla_ops.type_info``); None where it has none
+    infos: tuple = ()  # (shape, numpy dtype) of each result (``ops.type_info``); None where it has none
 
 
 class Planning:

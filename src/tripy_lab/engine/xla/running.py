@@ -221,7 +221,7 @@ class Running:
         return self._jax.device_put(self._to_jax_compatible(array), self.device)
 
     def profile(self, args: Sequence[Any], calls: int = 10) -> EngineProfile:
-        """Device time per call and per layer, from jax's profiler (see ``xla_profile``)."""
+        """Device time per call and per layer, from jax's profiler (see ``profile``)."""
         from tripy_lab.engine.xla.profile import SUSTAIN_S, profile_calls
 
         self.run(args)  # builds this signature if it is new
@@ -250,7 +250,7 @@ class Running:
 
 def _call_relaid(exc: ValueError, fn, args, consts):
     """``fn(*args, *consts)`` again with every jax array argument in XLA's default (row-major) layout, when jax
-    refused ``args`` for their layouts: an output of an N-major head (``xla_split.HEAD_LAYOUT``) passed on to an
+    refused ``args`` for their layouts: an output of an N-major head (``split.HEAD_LAYOUT``) passed on to an
     executable compiled for row-major inputs. Any other error is raised again."""
     if "layouts that disagree" not in str(exc):
         raise exc

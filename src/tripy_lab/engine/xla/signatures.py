@@ -144,7 +144,7 @@ class Signatures:
         return shapes, dims, label, relower, options, jitted, lowered, time.perf_counter() - t0, path, text
 
     def _split_plan(self):
-        """The ``xla_split.Split`` of this program on this device (found once), or None."""
+        """The ``split.Split`` of this program on this device (found once), or None."""
         from tripy_lab.engine.xla import split as xla_split
 
         if not xla_split.applies(self.device.platform):
@@ -157,7 +157,7 @@ class Signatures:
         return self._split
 
     def _traced_lowering(self, dims, signature, avals, label):
-        """relower(options) -> (jitted, lowered) of the program traced through jax (``xla_ops``)."""
+        """relower(options) -> (jitted, lowered) of the program traced through jax (``ops``)."""
         jax = self._jax
         fn = self._make_fn(dims)
         fn.__name__ = "main"

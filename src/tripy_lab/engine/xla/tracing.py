@@ -17,7 +17,7 @@ class Tracing:
 
     def _make_fn(self, dims: Sequence[int], run=None, given=(), returns=None, seed=None):
         """The program as a jax function of (data args, lifted constants). ``run``: only these plan indices (a
-        split signature's body or head, ``xla_split``); ``given``: values passed as trailing arguments;
+        split signature's body or head, ``split``); ``given``: values passed as trailing arguments;
         ``returns``: the values to return instead of the outputs (jax ones only: a static one is kept in
         ``main.statics`` for the head's trace, which gets them as ``seed``)."""
         import jax
