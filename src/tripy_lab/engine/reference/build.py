@@ -18,6 +18,7 @@ from tripy_lab.engine.base import (
     EngineProfile,
     LayerRecord,
     cuda_device_count,
+    with_modules,
 )
 from tripy_lab.engine.reference.ops import TABLE
 
@@ -27,7 +28,7 @@ class ReferenceCompiled(CompiledEngine):
         self.program = program
         self.report = report
         self._ops = program.ops()
-        self._layers = [self._layer(i, op) for i, op in enumerate(self._ops)]
+        self._layers = with_modules([self._layer(i, op) for i, op in enumerate(self._ops)], program.origins)
 
     def _layer(self, i: int, op) -> LayerRecord:
         origin = self.program.origin_of(op)

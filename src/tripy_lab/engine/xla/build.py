@@ -190,6 +190,7 @@ class XlaCompiled(Planning, Tracing, Signatures, Running, CompiledEngine):
         return self.layers_for(built) if built is not None else []
 
     def layers_for(self, built: _Built) -> list[LayerRecord]:
+        from tripy_lab.engine.base import with_modules
         from tripy_lab.engine.xla import split as xla_split
         from tripy_lab.engine.xla.layers import layer_records
 
@@ -198,6 +199,7 @@ class XlaCompiled(Planning, Tracing, Signatures, Running, CompiledEngine):
                 built._layers = xla_split.layer_records(built.compiled, self._op_names, self._lines)
             else:
                 built._layers = layer_records(built.hlo, self._op_names, self._lines)
+            built._layers = with_modules(built._layers, self.program.origins)
         return built._layers
 
     @property

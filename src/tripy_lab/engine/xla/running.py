@@ -211,6 +211,16 @@ class Running:
                 return False
             with build_errors("xla", self.program, call_point(self.program, signature)):
                 self._build(shapes, dims, "warm-up")
+        # one call on zeros: the device loads the executable's kernels on its first run (tens of ms on a GPU)
+        args: list = [None] * len(self._block_args)
+        for i, shape in zip(self._data_pos, shapes):
+            args[i] = np.zeros(shape, self._arg_dtypes[i])
+        for i, value in zip(self._dim_pos, dims):
+            args[i] = np.asarray(value, np.int32)
+        try:
+            self._jax.block_until_ready(self.run(args))
+        except Exception:  # zeros the program refuses at run time: built all the same, the first call loads it
+            pass
         return True
 
     def synchronize(self) -> None:
