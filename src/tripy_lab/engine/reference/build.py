@@ -10,16 +10,8 @@ import numpy as np
 from tripy_lab.core import dtypes
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import (
-    BuildOptions,
-    BuildReport,
-    CompiledEngine,
-    Engine,
-    EngineProfile,
-    LayerRecord,
-    cuda_device_count,
-    with_modules,
-)
+from tripy_lab.engine import base
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
 from tripy_lab.engine.reference.ops import TABLE
 
 
@@ -28,7 +20,7 @@ class ReferenceCompiled(CompiledEngine):
         self.program = program
         self.report = report
         self._ops = program.ops()
-        self._layers = with_modules([self._layer(i, op) for i, op in enumerate(self._ops)], program.origins)
+        self._layers = base.with_modules([self._layer(i, op) for i, op in enumerate(self._ops)], program.origins)
 
     def _layer(self, i: int, op) -> LayerRecord:
         origin = self.program.origin_of(op)
@@ -46,7 +38,7 @@ class ReferenceCompiled(CompiledEngine):
 
     def input_devices(self) -> frozenset[str]:
         # host arrays; GPU arrays are copied to the host (cupy / torch), so only where a CUDA device exists
-        return frozenset({"cpu", "cuda"}) if cuda_device_count() else frozenset({"cpu"})
+        return frozenset({"cpu", "cuda"}) if base.cuda_device_count() else frozenset({"cpu"})
 
     def profile(self, args: Sequence, calls: int = 10) -> EngineProfile:
         """Wall time of each call and of each MLIR op (one layer per op) in the interpreter."""
