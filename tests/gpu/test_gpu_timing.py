@@ -50,6 +50,25 @@ def test_cudnn_attention_matches_the_unfused_program():
     np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-3)
 
 
+def fp32_softmax_attention(q, k, v):  # softmax(att.float()).half(): the casts are part of the fused pattern
+    s = tp.masked_fill((q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(D)), tp.Tensor(CAUSAL) == 0, float("-inf"))
+    return tp.cast(tp.softmax(tp.cast(s, tp.float32), dim=-1), tp.float16) @ v
+
+
+def test_cudnn_fuses_attention_with_its_softmax_in_fp32():
+    info = tp.InputInfo((B, H, T, D), tp.float16)
+    fused = tp.compile(fp32_softmax_attention, args=[info, info, info], engine="xla")
+    assert any("attention 1 of 1 pattern(s) fused (cudnn, causal)" in n
+               for n in fused.stages["built"].report.notes), fused.stages["built"].report.notes
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((B, H, T, D)).astype(np.float16) for _ in range(3))
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64) / math.sqrt(D)
+    s = np.where(CAUSAL == 0, -np.inf, s)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    np.testing.assert_allclose(np.asarray(fused(q, k, v)).astype(np.float64), want, rtol=2e-2, atol=5e-3)
+
+
 def gemm_chain(x, w):
     for _ in range(4):
         x = x @ w

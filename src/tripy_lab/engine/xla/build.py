@@ -84,6 +84,7 @@ import math
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -333,6 +334,7 @@ class XlaCompiled(CompiledEngine):
                                   "shapes_built": [], "hits": 0, "misses": 0})
         self._folded: dict[int, list] = {}  # constant op index -> its numpy value (direct StableHLO emission)
         self._execs: dict[tuple, _Built] = {}  # signature (shapes, dims) -> executable
+        self._build_lock = threading.Lock()  # one build after the first at a time: first use or a warm-up
         self._calls: dict[tuple, Any] = {}  # call key (type, shape, dtype per arg; dim values) -> caller(args)
         self._last: Any = None
         self._opt: _Built | None = None
@@ -1049,8 +1051,11 @@ class XlaCompiled(CompiledEngine):
             names = self._arg_names
             point = call_point(self.program, {**{names[i]: s for i, s in zip(self._data_pos, shapes)},
                                               **{names[i]: d for i, d in zip(self._dim_pos, dims)}})
-            with build_errors("xla", self.program, point):
-                built = self._build(shapes, dims, "first use")
+            with self._build_lock:  # a warm-up may be compiling this very signature: wait for it, not twice
+                built = self._execs.get(sig)
+                if built is None:
+                    with build_errors("xla", self.program, point):
+                        built = self._build(shapes, dims, "first use")
         else:
             self.report.cache["hits"] += 1
         native = (np.ndarray, self._jax.Array)
@@ -1065,6 +1070,27 @@ class XlaCompiled(CompiledEngine):
         except (AttributeError, TypeError):  # arguments without shape/dtype: never cached, always converted
             pass
         return list(out)
+
+    def warm(self, signature: dict) -> bool:
+        """Compile ``signature`` ({arg: shape or value}) unless it is built; True when this call compiled it."""
+        shapes, dims = self._point_signature("opt", signature)
+        self._validate_signature(shapes, dims)
+        with self._build_lock:
+            if self._sig(shapes, dims) in self._execs:
+                return False
+            with build_errors("xla", self.program, call_point(self.program, signature)):
+                self._build(shapes, dims, "warm-up")
+        # one call on zeros: the device loads the executable's kernels on its first run (tens of ms on a GPU)
+        args: list = [None] * len(self._block_args)
+        for i, shape in zip(self._data_pos, shapes):
+            args[i] = np.zeros(shape, self._arg_dtypes[i])
+        for i, value in zip(self._dim_pos, dims):
+            args[i] = np.asarray(value, np.int32)
+        try:
+            self._jax.block_until_ready(self.run(args))
+        except Exception:  # zeros the program refuses at run time: built all the same, the first call loads it
+            pass
+        return True
 
     def synchronize(self) -> None:
         if self._last is not None:
