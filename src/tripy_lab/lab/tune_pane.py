@@ -11,6 +11,7 @@ import asyncio
 
 from tripy_lab.lab import snapshot, tuning, views
 from tripy_lab.lab.html import sanitize
+from tripy_lab.lab.shape_text import parse_custom_shapes
 from tripy_lab.lab.tune_view import progress_html
 
 ENGINES = ("reference", "xla", "onnxruntime", "tensorrt")
@@ -19,8 +20,6 @@ PROMPT = "Open a config's stages…"
 
 def parse_opts(text: str) -> list[dict | None]:
     """``"x=8x64; x=32x64"`` -> [{"x": (8, 64)}, {"x": (32, 64)}]; empty -> [None] (the cell's opt point)."""
-    from tripy_lab.lab.ui import parse_custom_shapes
-
     points = [p.strip() for p in text.split(";") if p.strip()]
     return [parse_custom_shapes(p) for p in points] or [None]
 

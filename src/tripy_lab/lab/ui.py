@@ -12,6 +12,7 @@ from tripy_lab.lab.compare_pane import ComparePane
 from tripy_lab.lab.html import esc, sanitize, stylesheet
 from tripy_lab.lab.mlir_editor import MlirEditor
 from tripy_lab.lab.session import Session
+from tripy_lab.lab.shape_text import parse_custom_shapes
 from tripy_lab.lab.tables import TABLE_CSS
 from tripy_lab.lab.tune_pane import TunePane
 
@@ -355,22 +356,6 @@ class LabWidget:
             mlir.accuracy = report
             self._render("mlir")
         return tabs.RunView("accuracy", report=report)
-
-
-def parse_custom_shapes(text: str) -> dict:
-    """``a=2x4 s=3`` -> {"a": (2, 4), "s": 3}; ``a=scalar`` for rank 0."""
-    out: dict = {}
-    for part in text.split():
-        name, eq, value = part.partition("=")
-        if not eq:
-            raise ValueError(f"cannot read {part!r}: expected NAME=2x4 or NAME=3")
-        if value == "scalar":
-            out[name] = ()
-        elif "x" in value:
-            out[name] = tuple(int(v) for v in value.split("x"))
-        else:
-            out[name] = int(value)
-    return out
 
 
 def session_of(exe, name: str = "exe") -> Session:
