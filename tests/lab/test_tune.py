@@ -143,7 +143,8 @@ def test_program_as_an_importable_path(client):
 
 
 # -- in this process --------------------------------------------------------------------------------------
-def test_in_process_sweep_keeps_executables_and_its_snippet_builds_the_best():
+def test_in_process_sweep_keeps_executables_and_its_snippet_builds_the_best(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the snippet exports model.onnx beside it
     result = lab.tune(MLP(), ARGS, {"engine": ["reference"], "optimization_level": [0, 3],
                                     "opt": [{"x": (2, 16)}]}, timing=QUICK, progress=False)
     assert len(result.table) == 2 and result.table["passed"].all() and set(result.table["worker"]) == {"local"}
@@ -154,6 +155,7 @@ def test_in_process_sweep_keeps_executables_and_its_snippet_builds_the_best():
     exec(result.snippet(), namespace)  # noqa: S102 - the generated code is the thing under test
     built = namespace["exe"]
     assert built.input_infos["x"].shape_bounds.opt == (2, 16)
+    assert (tmp_path / "model.onnx").stat().st_size > 0
     x = np.ones((3, 16), np.float32)
     np.testing.assert_allclose(np.asarray(built(x)), np.asarray(result.executable()(x)), rtol=1e-6)
     html = result._repr_html_()
