@@ -211,10 +211,11 @@ class Running:
                 return False
             with build_errors("xla", self.program, call_point(self.program, signature)):
                 self._build(shapes, dims, "warm-up")
-        # one call on zeros: the device loads the executable's kernels on its first run (tens of ms on a GPU)
+        # one call on zeros, resident like a caller's arrays: the device loads the executable's kernels and jax
+        # makes its call path on the first run (milliseconds to tens of them on a GPU)
         args: list = [None] * len(self._block_args)
         for i, shape in zip(self._data_pos, shapes):
-            args[i] = np.zeros(shape, self._arg_dtypes[i])
+            args[i] = self.to_device(np.zeros(shape, self._arg_dtypes[i]))
         for i, value in zip(self._dim_pos, dims):
             args[i] = np.asarray(value, np.int32)
         try:
