@@ -15,21 +15,42 @@ import functools
 from tripy_lab.trace.scopes import STATE
 
 
-def public(fn, name: str):
-    """``fn`` recording its ops under one CallScope ``name`` unless a public call is already running."""
+def public(fn, name: str, arity: int | None = None):
+    """``fn`` recording its ops under one CallScope ``name`` unless a public call is already running.
+    ``arity`` 1 or 2: ``fn`` takes exactly that many positional arguments (operators: the most common calls,
+    whose wrapper then builds no ``*args``/``**kwargs``)."""
+    if arity == 2:
+        def scoped(a, b):
+            state = STATE
+            if state.call_name is not None:  # inside another public call: that one names the ops
+                return fn(a, b)
+            state.call_name = name
+            try:
+                return fn(a, b)
+            finally:
+                state.call_name = state.call = None
+    elif arity == 1:
+        def scoped(a):
+            state = STATE
+            if state.call_name is not None:
+                return fn(a)
+            state.call_name = name
+            try:
+                return fn(a)
+            finally:
+                state.call_name = state.call = None
+    else:
+        def scoped(*args, **kwargs):
+            state = STATE
+            if state.call_name is not None:
+                return fn(*args, **kwargs)
+            state.call_name = name
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                state.call_name = state.call = None
 
-    @functools.wraps(fn)
-    def scoped(*args, **kwargs):
-        state = STATE
-        if state.call_name is not None:  # inside another public call: that one names the ops
-            return fn(*args, **kwargs)
-        state.call_name = name
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            state.call_name = state.call = None
-
-    return scoped
+    return functools.wraps(fn)(scoped)
 
 
 def public_property(prop: property, name: str) -> property:

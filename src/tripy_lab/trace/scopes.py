@@ -31,5 +31,12 @@ def current_call(location) -> CallScope | None:
     state = STATE
     call = state.call
     if call is None and state.call_name is not None:
-        call = state.call = CallScope(state.call_name, location)
+        # CallScope(name, location) without the frozen dataclass's object.__setattr__ per field (half its cost)
+        call = _new(CallScope)
+        fields = call.__dict__
+        fields["name"], fields["location"] = state.call_name, location
+        state.call = call
     return call
+
+
+_new = object.__new__
