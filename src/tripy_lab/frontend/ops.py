@@ -88,8 +88,9 @@ def _bind_operators() -> None:
         "__or__": M.logical_or, "__invert__": M.logical_not, "__neg__": M.neg, "__abs__": M.abs,
         "__matmul__": matmul, "__rmatmul__": reflected(matmul), "__getitem__": X.getitem,
     }
+    unary = ("__invert__", "__neg__", "__abs__")
     for name, fn in table.items():
-        setattr(Tensor, name, public(fn, name))
+        setattr(Tensor, name, public(fn, name, 1 if name in unary else 2))
     Tensor.__hash__ = object.__hash__
     # every op a public call makes shares its CallScope (frontend/scopes.py)
     Tensor.shape = public_property(Tensor.shape, "shape")
