@@ -22,13 +22,13 @@ Integrity rules (issue 8):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from typing import Any
 
-from tripy_lab.core import dtypes
+from tripy_lab.core import dtypes, files
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, NamedDimension
 from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import SourceLocation
@@ -73,12 +73,11 @@ def save(exe, path: str) -> None:
         "mlir": text.print_module(program.module, generic=True, locations=True, resources=program.resources),
     }
     data["digest"] = digest_of(data)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f)
-    os.replace(tmp, path)  # a crash mid-write never leaves half a file behind
+    target = files.checked_path(path)
+    with contextlib.suppress(OSError):  # a missing folder is made; any other problem is the writer's message
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+    # whole or not at all: a full disk or kill -9 never leaves half a file where the old one was
+    files.write_atomic(target, json.dumps(data).encode("utf-8"), what="the Executable")
 
 
 def _version() -> str:
