@@ -50,8 +50,9 @@ def export_onnx(program, path: str, lowering=None) -> str:
             onnx.save(model, os.path.join(work, "m.onnx"), save_as_external_data=True, location=data_name)
             check(os.path.join(work, "m.onnx"))
             os.replace(os.path.join(work, "m.onnx"), tmp)
-            with files.replacing(target + ".data", what="the ONNX model's data") as data_tmp:
-                os.replace(os.path.join(work, data_name), data_tmp)
+            if os.path.exists(os.path.join(work, data_name)):  # onnx keeps small tensors inline
+                with files.replacing(target + ".data", what="the ONNX model's data") as data_tmp:
+                    os.replace(os.path.join(work, data_name), data_tmp)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return path
