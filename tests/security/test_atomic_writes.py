@@ -154,7 +154,7 @@ def test_write_atomic_keeps_the_mode_of_a_replaced_file_and_cleans_up_after_a_fa
 
 def test_big_onnx_models_write_model_and_data_whole(tmp_path, monkeypatch):
     pytest.importorskip("onnx")
-    from tripy_lab.engine import onnx_export
+    from tripy_lab.engine.onnx import export as onnx_export
 
     monkeypatch.setattr(onnx_export, "EXTERNAL_DATA_ABOVE", 0)  # every model takes the external-data path
     weight = np.arange(4096, dtype=np.float32)  # above onnx's 1 KB threshold for external data

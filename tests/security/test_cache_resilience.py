@@ -110,7 +110,7 @@ def test_a_timing_cache_path_holding_another_tools_file_is_never_overwritten(tmp
 
 
 def test_tensorrt_never_writes_over_the_xla_index(tmp_path):
-    from tripy_lab.engine.tensorrt_profile import attach_timing_cache, finish_timing_cache
+    from tripy_lab.engine.tensorrt.profile import attach_timing_cache, finish_timing_cache
 
     index = cache.TimingCacheFile(str(tmp_path / "t" / "timing.cache"))
     index.record("k", label="a=2")
