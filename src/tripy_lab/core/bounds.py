@@ -47,10 +47,20 @@ def _as_int(value, param: str, shape=None) -> int:
     return int(value)
 
 
+# The largest bound, one rule for every engine: shapes and DimensionSizes are int32 in the program (tripy's
+# shape tensors, `tensorrt.shape` results, DimensionSize arguments), so a dim or value above 2**31 - 1 could
+# not be computed with, whatever an engine's own index type (i64 in MLIR and XLA, int64 in ONNX) allows.
+MAX_BOUND = 2**31 - 1
+
+
 def _check_order(lo: int, mid: int, hi: int, what: str) -> None:
     if lo < 0 or not lo <= mid <= hi:
         raise_error(f"Invalid bounds for {what}: (min={lo}, opt={mid}, max={hi}).",
                     ["Expected 0 <= min <= opt <= max."])
+    if hi > MAX_BOUND:
+        raise_error(f"Invalid bounds for {what}: (min={lo}, opt={mid}, max={hi}).",
+                    [f"Expected every bound <= {MAX_BOUND} (2**31 - 1): shapes and DimensionSizes are int32 on "
+                     "every engine."])
 
 
 class NamedDimension:

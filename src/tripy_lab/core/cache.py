@@ -17,15 +17,17 @@ Trust rule (docs/SECURITY.md):
 from __future__ import annotations
 
 import atexit
+import errno
 import hashlib
 import json
 import os
 import stat
-import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
+from tripy_lab.core import files
 from tripy_lab.core.errors import TripyException, expected
 
 ENTRY_MAGIC = b"tripy-lab cache entry v1\n"
@@ -99,11 +101,12 @@ def private_dir(path: str, parameter: str) -> str:
             os.makedirs(folder, mode=0o700, exist_ok=True)
         st = os.stat(path)
     except OSError as exc:
-        raise TripyException(f"Cannot create the cache folder {path!r}: {exc.strerror or exc}.",
-                             [expected(f"tp.config.{parameter}", path, "a folder tripy-lab can create")]) from exc
+        raise files.WriteError(f"Cannot create the cache folder {path!r}: {files.cause(exc)}.",
+                               [expected(f"tp.config.{parameter}", path, "a folder tripy-lab can create")],
+                               path, exc.errno) from exc
     if not stat.S_ISDIR(st.st_mode):
-        raise TripyException(f"The cache path {path!r} is not a folder.",
-                             [expected(f"tp.config.{parameter}", path, "a folder")])
+        raise files.WriteError(f"The cache path {path!r} is not a folder.",
+                               [expected(f"tp.config.{parameter}", path, "a folder")], path, errno.ENOTDIR)
     check_private(path, st, parameter)
     _check_parent(path, parameter)
     return path
@@ -127,18 +130,28 @@ def read_private_file(path: str) -> tuple[bytes | None, str]:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to a temp file beside ``path`` (mode 0600), then ``os.replace`` it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-", suffix=".part")
+    """A cache file: ``core.files.write_atomic``, mode 0600, replacing a planted symlink rather than following it."""
+    files.write_atomic(path, data, "cache entry", private=True, follow_symlinks=False, what="the cache file")
+
+
+def degrade(write: Callable[[], Any], path: str, what: str) -> str:
+    """Run ``write()``; "" when it worked, else one logged warning (per path and cause) and a build note.
+
+    A cache is an accelerator: a full disk (ENOSPC), a file-size limit (EFBIG), a read-only disk (EROFS) or a
+    folder removed while running costs the reuse, never the compile or the run.
+    """
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        write()
+        return ""
+    except (files.WriteError, NotOurs, OSError) as exc:
+        code = getattr(exc, "errno", None)
+        name = errno.errorcode.get(code, "") if code is not None else ""
+        why = exc.summary if isinstance(exc, TripyException) else f"{path!r}: {files.cause(exc)}"
+        note = f"{what} not written ({name or type(exc).__name__}): {why} Compiling and running go on without it."
+        from tripy_lab.core.logging import logger
+
+        logger.warning(f"tripy-lab: {note}", mode="once")
+        return note
 
 
 class EntryStore:
@@ -181,11 +194,21 @@ class EntryStore:
         return path
 
 
+class NotOurs(TripyException):
+    """The file at a cache path is something else (another tool's file): it is never read as ours or written."""
+
+
+TIMING_PREFIX = b'{"format": "tripy-lab timing cache"'  # how every file we write starts (json.dumps' spacing)
+
+
 class TimingCacheFile:
     """The file at ``tp.config.timing_cache_file_path`` for the xla engine: an index of its compiled
     entries (key -> label, size, hits, last use) and engine blobs (GPU autotuning results), as JSON with
-    a digest of its body. A file that fails the checks is reported and rewritten, never trusted.
+    a digest of its body. One of ours that fails the checks is reported and rewritten, never trusted; a file
+    that is not ours at all (e.g. a TensorRT timing cache) is refused (:class:`NotOurs`) and never written.
 
+    Several processes share the file: each write takes a lock (``<path>.lock``, ``filelock``), re-reads the
+    file and merges it (rows by key, hits added, blobs by name) before replacing it, so no row is lost.
     One instance per path and process (:meth:`open`), re-read only when the file changed under it, so a
     build costs one small write, not a parse of the whole index.
     """
@@ -193,6 +216,7 @@ class TimingCacheFile:
     PARAMETER = "timing_cache_file_path"
     MAX_ROWS = 512  # the index keeps the most recently used entries
     SAVE_EVERY = 1.0  # seconds: eager evaluation builds many small programs; the rest is written at exit
+    LOCK_TIMEOUT = 30.0  # seconds waiting for another process's write (a write takes milliseconds)
     BODY = b', "body": '  # the body is written last, so its exact text (what the digest covers) is the tail
     _open: dict[str, TimingCacheFile] = {}
     lock = threading.Lock()  # builds of several signatures run in threads
@@ -208,7 +232,7 @@ class TimingCacheFile:
             return made
 
     def __init__(self, path: str):
-        path = os.path.abspath(os.path.expanduser(str(path)))
+        path = files.checked_path(path, f"tp.config.{self.PARAMETER}")
         if os.path.isdir(path):
             raise TripyException(f"The timing cache path {path!r} is a folder.",
                                  [expected(f"tp.config.{self.PARAMETER}", path, "a file path")])
@@ -217,27 +241,38 @@ class TimingCacheFile:
         self._stamp = _stamp(path)
         self._saved_at = 0.0
         self._dirty = False
+        self._new_hits: dict[str, int] = {}  # hits since the last write, added to the file's counts on merge
         self.body, self.status = self._load()
 
     def _load(self) -> tuple[dict, str]:
-        empty: dict = {"entries": {}, "blobs": {}}
         data, why = read_private_file(self.path)
         if data is None:
-            return empty, "created" if why == "no entry" else f"rejected ({why}); replaced"
+            return {"entries": {}, "blobs": {}}, "created" if why == "no entry" else f"rejected ({why}); replaced"
+        body, why = self._parse(data)
+        return (body, "loaded") if not why else ({"entries": {}, "blobs": {}}, f"rejected ({why}); replaced")
+
+    def _parse(self, data: bytes) -> tuple[dict, str]:
+        """(body, "") or ({}, why it is not a valid one of ours); NotOurs for another tool's file."""
+        if data.strip() and not data.startswith(TIMING_PREFIX):
+            raise NotOurs(
+                f"The timing cache file {self.path!r} is not a tripy-lab timing cache (it starts with "
+                f"{data[:24]!r}); it is left as it is.",
+                [expected(f"tp.config.{self.PARAMETER}", self.path, "a file tripy-lab writes (or none yet)"),
+                 "It may be a TensorRT timing cache or another tool's file: point the setting at another path."])
         try:
             at = data.index(self.BODY)
             head = json.loads(data[:at] + b"}")
             text = data[at + len(self.BODY):-1]
             if head.get("format") != TIMING_FORMAT or head.get("version") != TIMING_VERSION or not data.endswith(b"}"):
-                return empty, "rejected (not a tripy-lab timing cache); replaced"
+                return {}, "not this version of a tripy-lab timing cache"
             if hashlib.sha256(text).hexdigest() != head.get("sha256"):
-                return empty, "rejected (its digest does not match: edited, truncated or corrupt); replaced"
+                return {}, "its digest does not match: edited, truncated or corrupt"
             body = json.loads(text)
             if not isinstance(body.get("entries"), dict) or not isinstance(body.get("blobs"), dict):
-                return empty, "rejected (malformed body); replaced"
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return empty, "rejected (not a tripy-lab timing cache: truncated or corrupt); replaced"
-        return body, "loaded"
+                return {}, "malformed body"
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            return {}, "not a tripy-lab timing cache: empty, truncated or corrupt"
+        return body, ""
 
     def record(self, key: str, **info: Any) -> None:
         row = self.body["entries"].setdefault(key, {"hits": 0, "created": time.time()})
@@ -245,6 +280,7 @@ class TimingCacheFile:
         row.update(info)
         row["hits"] = int(row.get("hits", 0)) + (1 if hit else 0)
         row["last_used"] = time.time()
+        self._new_hits[key] = self._new_hits.get(key, 0) + (1 if hit else 0)
 
     def save(self) -> None:
         """Write now, or within ``SAVE_EVERY`` seconds (at the latest when the process exits)."""
@@ -258,24 +294,53 @@ class TimingCacheFile:
     def flush(self) -> None:
         with self.lock:
             if self._dirty:
-                try:
-                    self._write()
-                except OSError:  # at exit the folder may be gone (a temporary one): nothing to keep
-                    pass
+                degrade(self._write, self.path, "the timing cache")  # at exit the folder may be gone
 
     def _write(self) -> None:
+        import filelock
+
         self._dirty = False
         self._saved_at = time.monotonic()
-        rows = self.body["entries"]
-        if len(rows) > self.MAX_ROWS:
-            keep = sorted(rows, key=lambda k: rows[k].get("last_used", 0), reverse=True)[:self.MAX_ROWS]
-            self.body["entries"] = {k: rows[k] for k in keep}
-        text = json.dumps(self.body, sort_keys=True).encode()
-        head = json.dumps({"format": TIMING_FORMAT, "version": TIMING_VERSION,
-                           "sha256": hashlib.sha256(text).hexdigest()}).encode()
-        write_atomic(self.path, head[:-1] + self.BODY + text + b"}")
+        try:
+            with filelock.FileLock(self.path + ".lock", timeout=self.LOCK_TIMEOUT, mode=0o600):
+                self._merge_from_disk()
+                rows = self.body["entries"]
+                if len(rows) > self.MAX_ROWS:
+                    keep = sorted(rows, key=lambda k: rows[k].get("last_used", 0), reverse=True)[:self.MAX_ROWS]
+                    self.body["entries"] = {k: rows[k] for k in keep}
+                text = json.dumps(self.body, sort_keys=True).encode()
+                head = json.dumps({"format": TIMING_FORMAT, "version": TIMING_VERSION,
+                                   "sha256": hashlib.sha256(text).hexdigest()}).encode()
+                write_atomic(self.path, head[:-1] + self.BODY + text + b"}")
+        except filelock.Timeout as exc:
+            raise OSError(errno.EWOULDBLOCK, f"{self.path}.lock is held by another process") from exc
+        self._new_hits = {}
         self._stamp = _stamp(self.path)
         self.status = "loaded"  # what the next build in this process finds
+
+    def _merge_from_disk(self) -> None:
+        """Under the lock: fold in what other processes wrote since we read the file."""
+        if _stamp(self.path) == self._stamp:
+            return
+        data, _ = read_private_file(self.path)
+        disk, why = self._parse(data) if data is not None else ({}, "gone")
+        if why:
+            return
+        ours = self.body["entries"]
+        for key, row in disk["entries"].items():
+            if not isinstance(row, dict):
+                continue
+            mine = ours.get(key)
+            if mine is None:
+                ours[key] = row
+                continue
+            merged = {**row, **mine}
+            merged["hits"] = int(row.get("hits", 0) or 0) + self._new_hits.get(key, 0)
+            merged["last_used"] = max(float(row.get("last_used", 0) or 0), float(mine.get("last_used", 0) or 0))
+            ours[key] = merged
+        for kind, blobs in disk["blobs"].items():
+            if isinstance(blobs, dict):
+                self.body["blobs"][kind] = {**blobs, **self.body["blobs"].get(kind, {})}
 
 
 def _stamp(path: str) -> tuple | None:

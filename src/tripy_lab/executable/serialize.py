@@ -22,13 +22,14 @@ Integrity rules (issue 8):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import tempfile
+import stat
 from typing import Any
 
-from tripy_lab.core import dtypes
+from tripy_lab.core import dtypes, files
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, NamedDimension
 from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import SourceLocation
@@ -76,12 +77,11 @@ def save(exe, path: str) -> None:
         "mlir": text.print_module(program.module, generic=True, locations=True, resources=program.resources),
     }
     data["digest"] = digest_of(data)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f)
-    os.replace(tmp, path)  # a crash mid-write never leaves half a file behind
+    target = files.checked_path(path)
+    with contextlib.suppress(OSError):  # a missing folder is made; any other problem is the writer's message
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+    # whole or not at all: a full disk or kill -9 never leaves half a file where the old one was
+    files.write_atomic(target, json.dumps(data).encode("utf-8"), what="the Executable")
 
 
 def _version() -> str:
@@ -250,13 +250,46 @@ def _parse(data: dict) -> tuple[MlirProgram, dict]:
     return program, {"engine": engine, "optimization_level": level, "return_single": single}
 
 
+# The largest file load reads: the JSON of a program whose weights are written as hex in its MLIR text
+# (2 characters a byte), so about 2 GB of weights; anything larger is refused before it is read.
+MAX_BYTES = 4 << 30
+
+
+def _read_file(path: str) -> bytes:
+    """The bytes of a regular file of at most MAX_BYTES that starts like JSON text; else _Malformed/OSError.
+
+    Checked on the open descriptor before reading: a FIFO would block forever, /dev/zero never ends, and a
+    huge (sparse) file would be read whole before the JSON parser refused it.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO opens without a writer
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((k for k, test in (("a folder", stat.S_ISDIR), ("a FIFO (named pipe)", stat.S_ISFIFO),
+                                           ("a character device", stat.S_ISCHR), ("a block device", stat.S_ISBLK),
+                                           ("a socket", stat.S_ISSOCK)) if test(st.st_mode)), "not a regular file")
+            raise _Malformed(f"it is {kind}, not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise _Malformed(f"it is {st.st_size:,} bytes, more than an Executable file holds ({MAX_BYTES:,})")
+        head = f.read(64)
+        if head.strip() and not head.lstrip().startswith(b"{"):  # not JSON text: e.g. a sparse file of zeros
+            raise _Malformed(f"it is not a JSON object (it starts with {head[:16]!r})")
+        return head + f.read(MAX_BYTES + 1 - len(head))  # the file may grow meanwhile: never past the limit
+
+
 def read(path: str) -> tuple[MlirProgram, dict[str, Any]]:
     """The program and metadata of a saved Executable, checked; a TripyException for any malformed file."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = _read_file(files.checked_path(path))
     except OSError as exc:
-        raise TripyException(f"Could not load an Executable from: '{path}'.", [str(exc)]) from None
+        raise TripyException(f"Could not load an Executable from: '{path}': {files.cause(exc)}.",
+                             ["Executable files are written by Executable.save()."]) from None
+    except _Malformed as exc:
+        raise TripyException(f"Could not load an Executable from: '{path}': {exc}.",
+                             ["Executable files are written by Executable.save()."]) from None
+    if len(raw) > MAX_BYTES:
+        raise TripyException(f"Could not load an Executable from: '{path}': it grew past {MAX_BYTES:,} bytes "
+                             "while it was read.")
     return read_bytes(raw, path)
 
 

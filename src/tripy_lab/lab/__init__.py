@@ -46,11 +46,13 @@ def show(exe, name: str = "exe"):
     return _show(exe, name)
 
 
-def report(exe, path, name: str = "exe"):
-    """Write every stage of ``exe`` to one self-contained HTML file; returns its Path."""
+def report(exe, path, name: str = "exe", force: bool = False):
+    """Write every stage of ``exe`` to one self-contained HTML file; returns its Path.
+
+    An existing file at ``path`` is replaced only if it is an earlier report (or ``force``)."""
     from tripy_lab.lab.reports import report as _report
 
-    return _report(exe, path, name)
+    return _report(exe, path, name, force=force)
 
 
 def tune(func_or_module, args, space, **options):
@@ -63,11 +65,13 @@ def tune(func_or_module, args, space, **options):
     return _tune(func_or_module, args, space, **options)
 
 
-def report_notebook(ipynb_path, out_path):
-    """Write every stage of every compile stored in a saved notebook to one self-contained HTML file."""
+def report_notebook(ipynb_path, out_path, force: bool = False):
+    """Write every stage of every compile stored in a saved notebook to one self-contained HTML file.
+
+    Never over the notebook; an existing ``out_path`` only if it is an earlier report (or ``force``)."""
     from tripy_lab.lab.reports import report_notebook as _report_notebook
 
-    return _report_notebook(ipynb_path, out_path)
+    return _report_notebook(ipynb_path, out_path, force=force)
 
 
 __all__ = ["accuracy", "accuracy_sweep", "benchmark", "compare", "diff", "profile", "report", "report_notebook",

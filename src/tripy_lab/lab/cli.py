@@ -155,6 +155,7 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
             out=None) -> int:
     """Compile ``FILE.py:FUNC`` with the specs and print each stage, as ``%%tpcompile --no-widgets`` does."""
     from tripy_lab import pipeline
+    from tripy_lab.core.errors import TripyException
     from tripy_lab.lab import errors, magic, views
     from tripy_lab.lab import spec as S
 
@@ -171,8 +172,6 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
         built = lowered.build(engine=engine, optimization_level=level)
         exe = built.executable()
     except Exception as exc:
-        from tripy_lab.core.errors import TripyException
-
         if not isinstance(exc, TripyException):
             raise
         print(errors.brief(exc), file=sys.stderr)
@@ -194,7 +193,11 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
         if write is None:
             print("tripy-lab explain: --html needs tripy_lab.lab.report, missing in this version", file=sys.stderr)
             return 1
-        write(exe, html_out)
+        try:
+            write(exe, html_out)
+        except TripyException as exc:  # an existing file that is not a report, a bad path, a full disk
+            print(f"tripy-lab explain: {exc}", file=sys.stderr)
+            return 1
         print(f"wrote {html_out}", file=out)
     return 0
 
@@ -217,7 +220,11 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
 
     out = args.output or str(Path(args.notebook).with_suffix(".html"))
     try:
-        write(args.notebook, out)
+        from tripy_lab.lab.reports import check_output
+
+        # never over the notebook itself (e.g. x.html with no -o), nor over a file that is not our report
+        check_output(out, [args.notebook], force=args.force, parameter="-o")
+        write(args.notebook, out, **({"force": True} if args.force else {}))
     except TripyException as exc:  # e.g. a notebook saved without its outputs
         print(f"tripy-lab report: {exc}", file=sys.stderr)
         return 1
@@ -255,6 +262,8 @@ def make_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="write NOTEBOOK.ipynb's compiles as one self-contained HTML file")
     rep.add_argument("notebook", metavar="NOTEBOOK.ipynb")
     rep.add_argument("-o", "--output", metavar="OUT.html", help="default: the notebook's name with .html")
+    rep.add_argument("--force", action="store_true",
+                     help="replace OUT.html even if it is not a tripy-lab report (never the notebook itself)")
     rep.set_defaults(run=_report)
     return parser
 

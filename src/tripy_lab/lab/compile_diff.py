@@ -15,7 +15,7 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo
 from tripy_lab.lab import tables, timing, views
-from tripy_lab.lab.html import esc  # the lab's one escaping helper
+from tripy_lab.lab.html import esc, sanitize, stylesheet  # the lab's one escaping helper, its sanitizer
 
 CONTEXT = 3  # unchanged lines shown around each change; longer equal runs fold into one row
 COLORS = {"delete": "#fee2e2", "insert": "#dcfce7", "replace": "#fef9c3", "mark_a": "#fca5a5", "mark_b": "#86efac"}
@@ -56,10 +56,17 @@ class CompileDiff:
         return next(s for s in self.sections if s.title == title)
 
     def to_html(self) -> str:
-        return diff_html(self)
+        """What leaves the kernel (notebook output, the Compare tab): sanitized, with the lab's own table CSS."""
+        return safe_html(self)
 
     def _repr_html_(self) -> str:
-        return diff_html(self)
+        return safe_html(self)
+
+
+def safe_html(d: CompileDiff) -> str:
+    """``diff_html`` through ``html.sanitize`` (which drops each Styler table's ``<style>``), led by the lab's
+    stylesheet (our constants) so the tables look the same."""
+    return f"<style>{stylesheet(tables.TABLE_CSS, '.tripy-diff')}</style>" + sanitize(diff_html(d))
 
 
 def line_rows(a: list[str], b: list[str], context: int = CONTEXT) -> list[DiffRow]:

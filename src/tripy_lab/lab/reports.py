@@ -2,15 +2,19 @@
 
 ``report(exe, path)`` draws an Executable's stages; ``report_notebook(ipynb, path)`` collects the static
 snapshots every ``%%tpcompile`` / ``show`` output stored in a saved notebook. A notebook may come from
-anyone, so every stored snapshot is sanitized again before it goes into the report.
+anyone, so it is validated (``nbformat``) and every stored snapshot is sanitized again before it goes into
+the report. A report is written atomically, never over its input, and over an existing file only when that
+file is one of our reports (``force=True`` overrides the latter).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from tripy_lab.core.errors import TripyException
+from tripy_lab.core import files
+from tripy_lab.core.errors import TripyException, expected
 from tripy_lab.lab import snapshot, tabs
 from tripy_lab.lab.html import esc, sanitize, stylesheet
 
@@ -40,18 +44,49 @@ def page(title: str, sections: list[tuple[str, str, str]]) -> str:
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             # No network: nothing is fetched, and the policy says so to the browser too.
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-            "style-src 'unsafe-inline'; img-src data:\">"
+            "style-src 'unsafe-inline'; img-src data:\">" + GENERATOR +
             f"<title>{esc(title)}</title><style>{_PAGE_STYLE}\n{_table_style()}</style></head><body>"
             f"<h1>{esc(title)}</h1>" + "".join(body) + "</body></html>\n")
 
 
-def report(exe, path, name: str = "exe") -> Path:
+GENERATOR = '<meta name="generator" content="tripy-lab report">'
+
+
+def is_report(path: str) -> bool:
+    """Whether the file at ``path`` is one of our reports (read: its first few KB only)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return GENERATOR.encode() in head or (head.startswith(b"<!DOCTYPE html>") and b"<title>tripy-lab report: " in head)
+
+
+def check_output(out, inputs=(), force: bool = False, parameter: str = "path") -> str:
+    """The absolute path to write a report to, or a TripyException: never over an input, and over an existing
+    file only when it is one of our reports (or ``force``)."""
+    target = os.path.realpath(files.checked_path(out, parameter))
+    for src in inputs:
+        if os.path.exists(target) and os.path.samefile(target, src):
+            raise TripyException(f"Refusing to write the report over its input {str(src)!r}.",
+                                 [expected(parameter, str(out), "another file name, e.g. -o report.html")])
+    if os.path.isdir(target):
+        raise TripyException(f"Cannot write the report to {target!r}: it is a folder.",
+                             [expected(parameter, str(out), "a file path")])
+    if os.path.exists(target) and not force and not is_report(target):
+        raise TripyException(f"Refusing to overwrite {target!r}: it exists and is not a tripy-lab report.",
+                             [expected(parameter, str(out), "a new file or an earlier report"),
+                              "Pass force=True (tripy-lab report --force) to replace it."])
+    return target
+
+
+def report(exe, path, name: str = "exe", force: bool = False) -> Path:
     """Write every stage of ``exe`` (trace graph, MLIR, engine and layers) to one HTML file at ``path``."""
+    target = check_output(path, force=force)
     html_text = snapshot.snapshot_html(f"{name} = {exe}", snapshot.executable_panes(exe), snapshot.status_of(exe),
                                        limits=REPORT)
-    out = Path(path)
-    out.write_text(page(f"tripy-lab report: {name}", [(name, "", html_text)]), encoding="utf-8")
-    return out
+    files.write_atomic(target, page(f"tripy-lab report: {name}", [(name, "", html_text)]), what="the report")
+    return Path(path)
 
 
 def _text(value) -> str:
@@ -71,14 +106,58 @@ def notebook_snapshots(nb: dict) -> list[tuple[int, str, str]]:
     return found
 
 
-def report_notebook(ipynb_path, out_path) -> Path:
+def read_notebook(src: Path) -> dict:
+    """The notebook at ``src``, validated by nbformat; a TripyException saying what is wrong, never a traceback."""
+    def bad(why: str) -> TripyException:
+        return TripyException(f"Cannot read the notebook '{src}': {why}.",
+                              ["Expected a saved .ipynb file (nbformat 4 JSON)."])
+
+    try:
+        raw = src.read_bytes()
+    except OSError as exc:
+        raise bad(files.cause(exc)) from None
+    try:  # NaN/Infinity are not JSON (nbformat's schema would reject them later, less clearly)
+        nb = json.loads(raw.decode("utf-8"), parse_constant=lambda c: _raise(ValueError(f"{c} is not JSON")))
+    except RecursionError:
+        raise bad("it is nested too deeply to read") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise bad(f"it is not JSON ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    if not isinstance(nb, dict):
+        raise bad(f"its top level is a JSON {type(nb).__name__}, expected an object")
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise bad(f"'cells' is {type(cells).__name__ if 'cells' in nb else 'missing'}, expected a list")
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, dict):
+            raise bad(f"cell {i + 1} is a JSON {type(cell).__name__}, expected an object")
+    import warnings
+
+    import nbformat
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. cells without ids (nbformat < 4.5): read as they are
+            node = nbformat.reads(json.dumps(nb), as_version=4)
+            nbformat.validate(node)
+    except RecursionError:
+        raise bad("it is nested too deeply to read") from None
+    except Exception as exc:  # nbformat's ValidationError and the conversion's KeyError/TypeError/...
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        where = next((ln.rstrip(":") for ln in lines if ln.startswith("On instance")), "")
+        what = (lines[0] if lines else type(exc).__name__)[:200]
+        raise bad(f"it is not a valid notebook ({what}{'; ' + where if where else ''})") from None
+    return node
+
+
+def _raise(exc: Exception):
+    raise exc
+
+
+def report_notebook(ipynb_path, out_path, force: bool = False) -> Path:
     """Write one self-contained HTML file with every stage of every compile stored in ``ipynb_path``."""
     src = Path(ipynb_path)
-    try:
-        nb = json.loads(src.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TripyException(f"Cannot read the notebook '{src}'.",
-                             [f"{type(exc).__name__}: {exc}", "Expected a saved .ipynb file (JSON)."]) from None
+    target = check_output(out_path, [src] if src.exists() else [], force=force)
+    nb = read_notebook(src)
     found = notebook_snapshots(nb)
     if not found:
         raise TripyException(
@@ -87,6 +166,5 @@ def report_notebook(ipynb_path, out_path) -> Path:
              "run the notebook (e.g. jupyter nbconvert --execute --to notebook --inplace) and save it."],
         )
     sections = [(f"cell {index + 1}", source, fragment) for index, source, fragment in found]
-    out = Path(out_path)
-    out.write_text(page(f"tripy-lab report: {src.name}", sections), encoding="utf-8")
-    return out
+    files.write_atomic(target, page(f"tripy-lab report: {src.name}", sections), what="the report")
+    return Path(out_path)

@@ -329,10 +329,17 @@ class ShapeProfileAttr(ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        def ints() -> DenseArrayBase:
-            vals = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
-            return DenseArrayBase.from_list(i64, tuple(vals))
+        from tripy_lab.core.bounds import MAX_BOUND
 
+        def bound() -> int:  # checked here, where the value is: i64 would wrap 2**63 to a negative number
+            start = parser.pos
+            value = parser.parse_integer()
+            if not 0 <= value <= MAX_BOUND:
+                parser.raise_error(f"shape profile value {value} is out of range: bounds are 0..{MAX_BOUND} "
+                                   "(int32, the same rule as InputInfo)", start, parser.pos)
+            return value
+
+        start = parser.pos
         with parser.in_angle_brackets():
             out = []
             for i, key in enumerate(("min", "opt", "max")):
@@ -340,8 +347,12 @@ class ShapeProfileAttr(ParametrizedAttribute):
                     parser.parse_punctuation(",")
                 parser.parse_keyword(key)
                 parser.parse_punctuation("=")
-                out.append(ints())
-        return out
+                out.append(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, bound))
+        try:  # verified here (on construction), so the error points at this attribute's text
+            attr = cls(*out)
+        except VerifyException as exc:
+            parser.raise_error(str(exc), start, parser.pos)
+        return [attr.min, attr.opt, attr.max]
 
     def print_parameters(self, printer: Printer) -> None:
         mins, opts, maxs = self.values

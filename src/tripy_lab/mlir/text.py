@@ -61,6 +61,7 @@ from xdsl.dialects.func import Func
 from xdsl.ir import Dialect
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input
 from xdsl.utils.mlir_lexer import MLIRLexer
 
@@ -258,7 +259,11 @@ def parse_module(text: str, *, resources: MutableMapping[str, bytes] | None = No
             resources.update(blobs)
     parser = _Parser(make_context(), body)
     parser.op_starts = op_starts
-    module = parser.parse_module()
+    try:
+        module = parser.parse_module()
+    except (VerifyException, RecursionError, OverflowError) as exc:  # an attribute's own checks, deep nesting:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).strip().splitlines()[0]
+        raise ParseError(parser._current_token.span, why) from None  # ... at the token the parser stopped on
     if verify:
         module.verify()
     return module

@@ -35,8 +35,10 @@ class Traced:
 
     def lower(self) -> Lowered:
         from tripy_lab.mlir.lowering import lower  # xDSL loads on first use, not at `import tripy_lab`
+        from tripy_lab.pipeline import profile_shapes
 
         start = time.perf_counter()
+        profile_shapes.check(self.trace)  # one rule for every engine: each profile point is a valid program
         try:
             with gc_paused():
                 program = lower(self.trace)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 
+from tripy_lab.core import files
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
 
@@ -34,13 +36,25 @@ def export_onnx(program, path: str, lowering=None) -> str:
     from tripy_lab.engine.onnx.lowering import lower_to_onnx
 
     model = (lowering or lower_to_onnx(program)).model
-    big = model.ByteSize() > EXTERNAL_DATA_ABOVE
-    if big:  # the checker reads large models from disk
-        onnx.save(model, path, save_as_external_data=True, location=os.path.basename(path) + ".data")
-        check(path)
-    else:
+    target = files.checked_path(path)
+    if model.ByteSize() <= EXTERNAL_DATA_ABOVE:
         check(model)
-        onnx.save(model, path)
+        files.write_atomic(target, model.SerializeToString(), what="the ONNX model")  # never half a model
+        return path
+    # the checker reads large models from disk; model and data are each written whole, the data first
+    data_name = os.path.basename(target) + ".data"
+    with files.replacing(target, what="the ONNX model") as tmp:
+        work = os.path.join(os.path.dirname(tmp), "." + os.path.basename(tmp) + ".d")
+        os.mkdir(work, 0o700)
+        try:
+            onnx.save(model, os.path.join(work, "m.onnx"), save_as_external_data=True, location=data_name)
+            check(os.path.join(work, "m.onnx"))
+            os.replace(os.path.join(work, "m.onnx"), tmp)
+            if os.path.exists(os.path.join(work, data_name)):  # onnx keeps small tensors inline
+                with files.replacing(target + ".data", what="the ONNX model's data") as data_tmp:
+                    os.replace(os.path.join(work, data_name), data_tmp)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     return path
 
 

@@ -24,7 +24,6 @@ tests drive them with small stand-ins.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -231,6 +230,7 @@ class TimingCacheState:
     bytes_loaded: int = 0
     bytes_saved: int = 0
     error: str = ""
+    keep: bool = False  # the file is not TensorRT's (tripy-lab's xla index): never written over
 
     @property
     def hit(self) -> bool:
@@ -249,13 +249,20 @@ def attach_timing_cache(config, path: str | None):
     state = TimingCacheState(path)
     if not path:
         return None, state
-    from tripy_lab.core.cache import private_dir, read_private_file
+    from tripy_lab.core.cache import TIMING_PREFIX, degrade, private_dir, read_private_file
 
-    private_dir(os.path.dirname(os.path.abspath(path)), "timing_cache_file_path")  # yours, 0700 if new
-    data, why = read_private_file(path)  # no symlinks, owned by you, not writable by others
+    # yours, 0700 if new; a folder that cannot be made costs the cache, not the build
+    state.error = degrade(lambda: private_dir(os.path.dirname(os.path.abspath(path)), "timing_cache_file_path"),
+                          path, "the TensorRT timing cache")
+    state.keep = bool(state.error)
+    data, why = read_private_file(path) if not state.keep else (None, "no entry")  # no symlinks, yours only
     if data is None and why != "no entry":
         state.error = f"{path} was not loaded ({why}); started an empty cache"
     data = data or b""
+    if data.startswith(TIMING_PREFIX):
+        state.status, state.keep = "rejected", True
+        state.error = f"{path} is tripy-lab's xla timing index, left as it is; this build's timing cache is not saved"
+        data = b""
     cache = config.create_timing_cache(data)
     ok = cache is not None and config.set_timing_cache(cache, False) is not False
     if data and ok:
@@ -279,32 +286,28 @@ def _as_bytes(blob) -> bytes:
 
 def save_timing_cache(path: str, data) -> int:
     """Write ``data`` to ``path`` atomically (temp file in the same directory + ``os.replace``)."""
+    from tripy_lab.core.cache import write_atomic
+
     data = _as_bytes(data)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_atomic(path, data)
     return len(data)
 
 
 def finish_timing_cache(config, state: TimingCacheState) -> TimingCacheState:
     """After a build: serialize the config's timing cache and save it to ``state.path``."""
-    if not state.path:
+    if not state.path or state.keep:
         return state
     cache = config.get_timing_cache()
     if cache is None:
         state.error = "the builder config had no timing cache to save"
         return state
-    state.bytes_saved = save_timing_cache(state.path, cache.serialize())
+    from tripy_lab.core.cache import degrade
+
+    blob = cache.serialize()  # a cache that cannot be written costs the reuse, not the build
+    note = degrade(lambda: setattr(state, "bytes_saved", save_timing_cache(state.path, blob)), state.path,
+                   "the TensorRT timing cache")
+    state.error = state.error or note
     return state
 
 

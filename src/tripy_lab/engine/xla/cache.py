@@ -24,7 +24,7 @@ import tempfile
 import threading
 from typing import Any
 
-from tripy_lab.core.cache import EntryStore, TimingCacheFile, digest
+from tripy_lab.core.cache import EntryStore, TimingCacheFile, degrade, digest
 
 AUTOTUNE_OPTION = "xla_gpu_per_fusion_autotune_cache_dir"
 
@@ -42,8 +42,16 @@ def _tripy_lab_version() -> str:
 
 class XlaStore:
     def __init__(self, folder: str, timing_path: str | None):
-        self.entries = EntryStore(folder, "compilation_cache_dir")
-        self.timing = TimingCacheFile.open(timing_path) if timing_path else None
+        # a cache that cannot be written is skipped with a warning and a build note (core.cache.degrade)
+        self.problems: list[str] = []
+        self.entries: EntryStore | None = None
+        self.timing: TimingCacheFile | None = None
+        self.problems.append(degrade(lambda: setattr(self, "entries", EntryStore(folder, "compilation_cache_dir")),
+                                     folder, "the xla cache folder"))
+        if timing_path:  # (someone else's file there is never overwritten: core.cache.NotOurs)
+            self.problems.append(degrade(lambda: setattr(self, "timing", TimingCacheFile.open(timing_path)),
+                                         timing_path, "the timing cache"))
+        self._recorded: set[str] = set()
         self._autotune_dir: str | None = None
         self._lock = threading.Lock()  # signatures compile concurrently; the index and autotune folder are shared
 
@@ -79,6 +87,8 @@ class XlaStore:
 
     def load(self, key: str, lowered, device) -> tuple[Any, str]:
         """(compiled, "") on a verified hit, else (None, why it missed)."""
+        if self.entries is None:
+            return None, "no entry"
         payload, why = self.entries.read(key)
         if payload is None:
             return None, why
@@ -93,23 +103,36 @@ class XlaStore:
             return None, f"entry could not be loaded ({type(exc).__name__}); rebuilt"
 
     def save(self, key: str, compiled, label: str) -> str:
-        """Store ``compiled``; "" or why it was not stored."""
+        """Store ``compiled`` (and its row in the timing cache); "" or why not, for the build notes."""
+        notes = [p for p in self.problems if p]
+        self.problems = []  # said once, in the first build's notes (and logged once)
+        notes.append(self._store(key, compiled, label))
+        notes.append(self._index(key, label, hit=False))
+        self._recorded.add(key)
+        return "; ".join(n for n in notes if n)
+
+    def _store(self, key: str, compiled, label: str) -> str:
+        if self.entries is None:
+            return ""
         try:
             from jax.experimental.serialize_executable import serialize
 
             payload = compiled.serialize() if hasattr(compiled, "serialize") else serialize(compiled)[0]
         except Exception as exc:  # a backend without executable serialization
             return f"not stored: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        self.entries.write(key, payload, label=label, engine="xla")
-        return ""
+        return degrade(lambda: self.entries.write(key, payload, label=label, engine="xla"), self.entries.path(key),
+                       "the xla cache entry")
 
     # -- the file at tp.config.timing_cache_file_path ------------------------------------------------
     def autotune_options(self, platform: str) -> dict:
         """GPU: an XLA per-fusion autotune folder filled from the timing cache file (empty on CPU)."""
         if self.timing is None or platform == "cpu":
             return {}
+        options: dict = {}
         with self._lock:
-            return self._autotune_folder()
+            degrade(lambda: options.update(self._autotune_folder()), self._autotune_dir or "a temp folder",
+                    "the GPU autotune folder")
+        return options
 
     def _autotune_folder(self) -> dict:
         if self._autotune_dir is None:
@@ -127,15 +150,21 @@ class XlaStore:
         return {AUTOTUNE_OPTION: self._autotune_dir}
 
     def record(self, key: str, label: str, hit: bool) -> None:
-        if self.timing is None:
+        if key in self._recorded:  # a miss: save() indexed it already (and reported a failed write)
+            self._recorded.discard(key)
             return
+        self._index(key, label, hit)
+
+    def _index(self, key: str, label: str, hit: bool) -> str:
+        if self.timing is None:
+            return ""
         with TimingCacheFile.lock:  # the index is shared by every build in the process
-            self._record(key, label, hit)
+            return degrade(lambda: self._record(key, label, hit), self.timing.path, "the timing cache")
 
     def _record(self, key: str, label: str, hit: bool) -> None:
-        path = self.entries.path(key)
-        self.timing.record(key, label=label, entry=path, bytes=os.path.getsize(path) if os.path.exists(path) else 0,
-                           hit=hit)
+        path = self.entries.path(key) if self.entries is not None else ""
+        size = os.path.getsize(path) if path and os.path.exists(path) else 0
+        self.timing.record(key, label=label, entry=path, bytes=size, hit=hit)
         if self._autotune_dir:
             tuned = self.timing.body["blobs"].setdefault("autotune", {})
             for folder, _, files in os.walk(self._autotune_dir):
@@ -152,7 +181,7 @@ class XlaStore:
         self.timing.save()
 
     def report(self) -> dict:
-        out: dict[str, Any] = {"persistent_dir": self.entries.folder}
+        out: dict[str, Any] = {"persistent_dir": self.entries.folder if self.entries else "off (cannot be written)"}
         if self.timing is not None:
             out["timing_cache"] = self.timing.path
             out["timing_cache_status"] = self.timing.status
