@@ -236,7 +236,7 @@ class LabWidget:
         engine = None if self.engine.value == "default" else self.engine.value
         self.session.set_engine(engine, self.level.value)
         s = self.session
-        if s.stale & {"engine"} and (s.last_build_seconds or 0) < s.auto_build_seconds:
+        if s.stale & {"engine"} and s.builds_on_change():
             s.build()
 
     def _on_tab(self, _change) -> None:
