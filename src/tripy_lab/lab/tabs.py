@@ -7,6 +7,7 @@ with a note). So a pane exists once. Views are plain data built from stage objec
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from tripy_lab.lab import crosswalk, views
@@ -187,6 +188,28 @@ def export_commands(built) -> list[tuple[str, str]]:
 
 
 # -- Engine -----------------------------------------------------------------------------------------
+def tilde(text) -> str:
+    """The user's home directory as ``~`` (saved notebooks and reports do not ship the author's home path)."""
+    home = os.path.expanduser("~")
+    text = str(text)
+    return text.replace(home + os.sep, "~" + os.sep) if home not in ("", os.sep, "~") else text
+
+
+def cache_line(cache: dict) -> str:
+    """An engine's cache internals as one line: where it lives (``~/...``), then its counts."""
+    places, counts = [], []
+    for key, value in cache.items():
+        name = key.replace("_", " ")
+        if isinstance(value, str) and os.sep in value:
+            places.append(tilde(value))
+        elif isinstance(value, (list, tuple, set, dict)):
+            if value:
+                counts.append(f"{name} {len(value)}")
+        elif value not in (None, ""):
+            counts.append(f"{name} {value}")
+    return " · ".join([*dict.fromkeys(places), ", ".join(counts)] if counts else dict.fromkeys(places))
+
+
 @dataclass
 class EngineView:
     engine: str
@@ -204,9 +227,10 @@ class EngineView:
         info = [("engine", r.engine), ("why", r.reason), ("device", r.device),
                 ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
                 ("profile", profile_text(built)), ("layers", len(built.layers))]
-        info += [(f"cache: {k}", v) for k, v in r.cache.items()]
-        view = cls(r.engine, info, list(r.notes), views.layers_frame(built.layers), dict(r.extra_stages),
-                   export_commands(built))
+        if r.cache:
+            info.append(("cache", cache_line(r.cache)))
+        view = cls(r.engine, info, [tilde(n) for n in r.notes], views.layers_frame(built.layers),
+                   dict(r.extra_stages), export_commands(built))
         prof = getattr(built.compiled, "last_profile", None)
         if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
             from tripy_lab.lab import layer_time
