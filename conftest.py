@@ -28,3 +28,10 @@ def pytest_runtest_call(item):
         source = "".join(cell.get("source", ""))[:200]
         raise AssertionError(f"this tutorial cell showed output when it was saved and shows nothing now:\n{source}")
     return result
+
+
+def pytest_configure(config):
+    # pytest-xdist (-n 2): the groups set in tests/conftest.py (the browser tests on one worker with one
+    # JupyterLab, a notebook's cells on one kernel) hold only under --dist loadgroup
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") in ("no", "load"):
+        config.option.dist = "loadgroup"
