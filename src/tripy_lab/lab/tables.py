@@ -215,3 +215,18 @@ def _esc(text: str) -> str:
     import html
 
     return html.escape(str(text))
+
+
+class LayerTimes(pd.DataFrame):
+    """``profile()``'s frame: the layer table with a time per layer, which also writes itself as a trace."""
+
+    @property
+    def _constructor(self):
+        return LayerTimes
+
+    def to_trace(self, path, title: str = "tripy-lab") -> str:
+        """Write the timing run as a Chrome / Perfetto trace JSON (ui.perfetto.dev and chrome://tracing open it);
+        returns the path. See ``tripy_lab.lab.trace_export`` for what the slices mean."""
+        from tripy_lab.lab.trace_export import write_trace
+
+        return write_trace(self, path, title)
