@@ -274,7 +274,7 @@ class RunView:
     """The latest Run / Time / Sweep result (or a note saying there is none)."""
 
     kind: str = "note"  # "note", "run", "time", "sweep", "error"
-    message: str = "build, then Run or Time"
+    message: str = "Run, Time or Sweep at the shapes above (a stale engine is built first)"
     results: list[tuple[str, str]] = field(default_factory=list)  # run: (shape label, output description)
     frame: object = None  # time/sweep: the benchmark DataFrame
     sweep: tuple | None = None  # sweep: (xs, ys, opt_x, xlabel)
