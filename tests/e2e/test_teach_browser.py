@@ -144,4 +144,4 @@ def test_the_lab_as_a_teacher_meets_it(lab):
         sliders = [s["width"] for s in (h.bounding_box() for h in view.locator(".tripy-range .noUi-target").all()) if s]
         assert sliders and min(sliders) >= 120, sliders
         lab.screenshot("teach-narrow-split.png")
-    assert not item.failed, item.failed
+    assert not item.failed, "items failing: " + " | ".join(f"{k}: {v}" for k, v in sorted(item.failed.items()))
