@@ -187,6 +187,9 @@ class TimingFrame(LabFrame):
                 if values:
                     same.append(f"{what} {_whole(values[0]) if column == 'opt_level' else values[0]}")
         notes = [", ".join(same)] if same else []
+        if "engine" in keep and "label" in df.columns and all(str(e) in str(lb) for e, lb in zip(df["engine"],
+                                                                                              df["label"])):
+            keep.remove("engine")  # the labels already name the engines ("xla min")
         if "build_ms" in keep and df["build_ms"].isna().all():
             keep.remove("build_ms")
         if "error" in keep and not df["error"].astype(bool).any():
