@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, check_named_dimensions
 from tripy_lab.core.errors import raise_error
+from tripy_lab.core.gc_pause import gc_paused
 from tripy_lab.core.source import return_location
 from tripy_lab.frontend import Module
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
@@ -117,11 +118,14 @@ def trace(func: Callable, args=(), kwargs=None):
         for key, tensor in func.state_dict().items():
             if isinstance(tensor, Tensor):
                 tensor.name = key  # weights show up in the IR by their state_dict key
+                producer = tensor.trace_tensor.producer
+                if producer is not None and not producer.module:  # made outside a forward: its owner's
+                    producer.module = key.rpartition(".")[0]
     name = getattr(func, "__name__", type(func).__name__)
     made: list = []
     optable.recording.append(made)
     try:
-        with _compiling():
+        with _compiling(), gc_paused():
             result = func(*call_args, **call_kwargs)
         single = isinstance(result, Tensor)
         outputs = [result] if single else list(result) if isinstance(result, (list, tuple)) else None

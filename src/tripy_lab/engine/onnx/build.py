@@ -41,7 +41,15 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
+from tripy_lab.engine.base import (
+    BuildOptions,
+    BuildReport,
+    CompiledEngine,
+    Engine,
+    EngineProfile,
+    LayerRecord,
+    with_modules,
+)
 
 OPT_LEVELS = {0: "ORT_DISABLE_ALL", 1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 3: "ORT_ENABLE_ALL",
               4: "ORT_ENABLE_ALL", 5: "ORT_ENABLE_ALL"}
@@ -81,7 +89,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         import onnx
         import onnxruntime as ort
 
-        from tripy_lab.engine.onnx_lowering import lower_to_onnx, with_carrier_types
+        from tripy_lab.engine.onnx.lowering import lower_to_onnx, with_carrier_types
         from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of
 
         t0 = time.perf_counter()
@@ -194,11 +202,11 @@ class OnnxRuntimeCompiled(CompiledEngine):
     @property
     def layers(self) -> list[LayerRecord]:
         if self._layers is None:
-            self._layers = self._layer_records()
+            self._layers = with_modules(self._layer_records(), self.program.origins)
         return self._layers
 
     def _layer_records(self) -> list[LayerRecord]:
-        from tripy_lab.engine.onnx_lowering import tensor_types
+        from tripy_lab.engine.onnx.lowering import tensor_types
 
         low = self.lowering
         types = tensor_types(low.model)
@@ -244,7 +252,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         optimized node names) on ``args`` (default: random data at the opt shapes), after ``warmup`` runs
         that are not counted (a fresh session allocates on its first run); ``between(feed, n)`` is called
         before each ``block`` of counted runs, with that block's size. -> (``TraceRuns``, build seconds)."""
-        from tripy_lab.engine.onnx_profile import trace_runs
+        from tripy_lab.engine.onnx.profile import trace_runs
 
         args = list(args) if args is not None else self.opt_inputs()
         t0 = time.perf_counter()
@@ -299,7 +307,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         per node) to each node's time and slows the run, so the profiled runs' time is not used as the
         compute time (it exceeded the latency of unprofiled calls).
         """
-        from tripy_lab.engine.onnx_profile import median_node_s
+        from tripy_lab.engine.onnx.profile import median_node_s
 
         compute: list[float] = []
 

@@ -23,8 +23,9 @@ from tripy_lab.engine.base import (
     EngineProfile,
     LayerRecord,
     cuda_device_count,
+    with_modules,
 )
-from tripy_lab.engine.reference_nn import TABLE_NN
+from tripy_lab.engine.reference.ops_nn import TABLE_NN
 from tripy_lab.engine.semantics import float_floor_divide, float_to_int, int_divide, is_float, is_int
 from tripy_lab.mlir.dialect import attr_value
 
@@ -331,7 +332,7 @@ TABLE: dict[str, Callable] = {
     "tensorrt.normalization": lambda op, a, env, prog: _normalization(op, a[0], a[1], a[2]),
     "tensorrt.top_k": lambda op, a, env, prog: _top_k(op, a[0]),
 }
-TABLE.update(TABLE_NN)  # layer ops of the full Tripy API (issue 3): engine/reference_nn.py
+TABLE.update(TABLE_NN)  # layer ops of the full Tripy API (issue 3): engine/reference/ops_nn.py
 
 
 def _cast(x, dt):
@@ -360,7 +361,7 @@ class ReferenceCompiled(CompiledEngine):
         self.program = program
         self.report = report
         self._ops = program.ops()
-        self._layers = [self._layer(i, op) for i, op in enumerate(self._ops)]
+        self._layers = with_modules([self._layer(i, op) for i, op in enumerate(self._ops)], program.origins)
 
     def _layer(self, i: int, op) -> LayerRecord:
         origin = self.program.origin_of(op)
