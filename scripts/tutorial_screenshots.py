@@ -34,10 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", help="default: every notebooks/*.ipynb")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--timeout", type=int, default=600, help="seconds per notebook")
+    parser.add_argument("--out", type=Path, default=ROOT / "test-results", help="default: test-results/")
     args = parser.parse_args(argv)
     names = args.notebooks or sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-    out = ROOT / "test-results"
-    out.mkdir(exist_ok=True)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="tripy-shots-"))
     for name in names:
         shutil.copy(ROOT / "notebooks" / name, work / name)
