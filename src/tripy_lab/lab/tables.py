@@ -195,8 +195,16 @@ class TimingFrame(LabFrame):
         if "error" in keep and not df["error"].astype(bool).any():
             keep.remove("error")
         if "compute_method" in df.columns:
-            methods = list(dict.fromkeys(m for m in df["compute_method"] if m))
-            notes += [f"compute: {m}" for m in methods]
+            methods: dict[str, list[str]] = {}  # method -> the engines that measured that way
+            engines = df["engine"] if "engine" in df.columns else [""] * len(df)
+            for method, engine in zip(df["compute_method"], engines):
+                if method:
+                    methods.setdefault(method, [])
+                    if engine and str(engine) not in methods[method]:
+                        methods[method].append(str(engine))
+            for method, names in methods.items():
+                who = f" ({', '.join(names)})" if len(methods) > 1 and names else ""
+                notes.append(f"compute{who}: {method}")
         if "iters" in df.columns and len(df):
             notes.append(f"latency: median (p50) and p90 of {int(df['iters'].max())} synchronized calls; "
                          "throughput: calls queued back to back")
