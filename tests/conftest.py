@@ -26,10 +26,4 @@ def pytest_collection_modifyitems(session, config, items):
     # own loop (asyncio.run, the lab's debouncer and background builds) fail after it: browser tests go last.
     browser = {id(item) for item in items if "page" in getattr(item, "fixturenames", ())}
     items[:] = [item for item in items if id(item) not in browser] + [item for item in items if id(item) in browser]
-    # pytest-xdist (-n 2 --dist loadgroup): the browser tests share one worker, so one JupyterLab serves them all
-    # and no asyncio test runs after them in that process; a notebook's cells share one kernel, so one worker.
-    for item in items:
-        if id(item) in browser:
-            item.add_marker(pytest.mark.xdist_group("browser"))
-        elif str(item.path).endswith(".ipynb"):
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    # pytest-xdist groups: the root conftest.py (it also sees the notebooks when tests/ is not collected)
