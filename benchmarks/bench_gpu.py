@@ -297,6 +297,37 @@ def bench_gpt(results, out_dir=None):
                                                          rng=rng)
 
 
+def warm_up_rows(exe, rng, gpu) -> dict:
+    """First calls at shapes inside the profile that were not built: cold (B1 T128), then after ``exe.warm()``
+    at shapes on its ladder, each against the same shape's steady call."""
+    import jax
+
+    r: dict = {}
+
+    def first_and_steady(b, t):
+        """The first call's latency and the median latency of the next ten (each synchronized, as the first)."""
+        idx = jax.device_put(rng.integers(0, gpt.V, (b, t)).astype(np.int32), gpu)
+        times = []
+        for _ in range(11):
+            start = time.perf_counter()
+            exe(idx)
+            exe.synchronize()
+            times.append(time.perf_counter() - start)
+        return times[0], statistics.median(times[1:])
+
+    r["cold_first_call_B1_T128_s"], r["steady_B1_T128_s"] = first_and_steady(1, 128)
+    start = time.perf_counter()
+    warm = exe.warm(background=False)
+    r["warm_up_s"], r["warm_up"] = time.perf_counter() - start, repr(warm)
+    firsts = {}
+    for b, t in ((2, 256), (4, 512), (8, 128)):  # on the ladder (one dim moved from opt B4 T256, or both): warm
+        first, steady = first_and_steady(b, t)
+        firsts[f"B{b}_T{t}"] = {"first_s": first, "steady_s": steady, "first_vs_steady": first / steady}
+    r["after_warm_up"] = firsts
+    r["goal_first_within_2x_steady"] = all(v["first_vs_steady"] <= 2.0 for v in firsts.values())
+    return r
+
+
 def bench_other_spelling(params, lowered_shapes, torch_compiled, rng):
     """The same GPT written another way (gpt.SplitAttention: tp.split of q/k/v, an int mask buffer): B8 T1024
     against the same torch.compile model, the attention fused or not, and warm-up: the first call at shapes
@@ -310,24 +341,7 @@ def bench_other_spelling(params, lowered_shapes, torch_compiled, rng):
     r["build_notes"] = [n for n in exe.stages["built"].report.notes if "attention" in n]
     gpu = jax.devices("gpu")[0]
 
-    def first_and_steady(b, t):
-        idx = jax.device_put(rng.integers(0, gpt.V, (b, t)).astype(np.int32), gpu)
-        start = time.perf_counter()
-        exe(idx)
-        exe.synchronize()
-        first = time.perf_counter() - start
-        return first, timed(lambda: exe(idx), exe.synchronize, iters=10) / 1.0
-
-    r["cold_first_call_B1_T128_s"], r["steady_B1_T128_s"] = first_and_steady(1, 128)
-    start = time.perf_counter()
-    warm = exe.warm(background=False)
-    r["warm_up_s"], r["warm_up"] = time.perf_counter() - start, repr(warm)
-    firsts = {}
-    for b, t in ((2, 256), (4, 512), (8, 128)):  # on the ladder (one dim moved from opt B4 T256, or both): warm
-        first, steady = first_and_steady(b, t)
-        firsts[f"B{b}_T{t}"] = {"first_s": first, "steady_s": steady, "first_vs_steady": first / steady}
-    r["after_warm_up"] = firsts
-    r["goal_first_within_2x_steady"] = all(v["first_vs_steady"] <= 2.0 for v in firsts.values())
+    r.update(warm_up_rows(exe, rng, gpu))
     tuned = tp.compile(model, args=[tp.InputInfo(((8, 8, 8), (1024, 1024, 1024)), tp.int32)], engine="xla")
     idx = rng.integers(0, gpt.V, (8, 1024)).astype(np.int32)
     idx_j, idx_t = jax.device_put(idx, gpu), torch.from_numpy(idx).long().cuda()

@@ -170,7 +170,7 @@ def test_module_overriding_call_records_its_path():
 
 
 def test_scopes_do_not_leak_after_an_error():
-    from tripy_lab.trace.scopes import STATE
+    from tripy_lab.trace.scopes import state
 
     model = GPT()  # parameters unset: Module.__call__ raises
 
@@ -181,9 +181,25 @@ def test_scopes_do_not_leak_after_an_error():
         pipeline.trace(f, args=[tp.InputInfo((2,), tp.int32)])
     except tp.TripyException:
         pass
-    assert (STATE.module, STATE.paths, STATE.call_name, STATE.call) == ("", None, None, None)
+    scopes = state()
+    assert (scopes.module, scopes.paths, scopes.call_name, scopes.call) == ("", None, None, None)
     ops = pipeline.trace(lambda x: tp.exp(x), args=[tp.InputInfo((2,), tp.float32)]).trace.ops
     assert [(op.module, op.call.name) for op in ops] == [("", "exp")]
+
+
+def test_scopes_are_per_thread():
+    import threading
+
+    seen = {}
+
+    def other():  # a thread with no scope opened yet: its ops still get theirs, the main thread's stay clean
+        seen["ops"] = pipeline.trace(lambda x: tp.softmax(x, dim=0), args=[tp.InputInfo((2,), tp.float32)]).trace.ops
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    worker.join()
+    assert {(op.module, op.call.name) for op in seen["ops"]} == {("", "softmax")}
+    assert len({id(op.call) for op in seen["ops"]}) == 1
 
 
 def test_trace_text_names_module_call_and_line():

@@ -177,9 +177,9 @@ def test_split(data):
 
 def test_split_errors():
     t = tp.ones((4,))
-    with pytest.raises(tp.TripyException, match="Number of splits must be positive"):
+    with pytest.raises(tp.TripyException, match="`num_split_or_sizes` must be positive"):
         tp.split(t, 0)
-    with pytest.raises(tp.TripyException, match="Split sizes must not be empty"):
+    with pytest.raises(tp.TripyException, match="Split indices must not be empty"):
         tp.split(t, [])
     with pytest.raises(tp.TripyException, match="Invalid inputs for function: 'split'"):
         tp.split(tp.cast(t, tp.float8), 2)

@@ -31,7 +31,7 @@ def test_container_of_input_infos_is_flattened():
     assert list(inspect.signature(exe).parameters) == ["pair", "table"]
     one = tp.ones((2,)).eval()
     assert np.asarray(exe([one, one], {"k": one})).tolist() == [3.0, 3.0]
-    with pytest.raises(tp.TripyException, match="Missing argument: table.k"):
+    with pytest.raises(tp.TripyException, match="Missing runtime tensor for input `table.k`."):
         exe([one, one], {"j": one})
 
 

@@ -22,10 +22,28 @@ class Bounds:
         return f"Bounds(min={self.min}, opt={self.opt}, max={self.max})"
 
 
-def _as_int(value, param: str) -> int:
+_SHAPE_TYPE = "Sequence[int | DimensionSize | Tuple[int | DimensionSize, int | DimensionSize, int | DimensionSize]]"
+
+
+def _type_str(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__.capitalize()}[{', '.join(_type_str(v) for v in value)}]"
+    return type(value).__name__
+
+
+def _bad_shape(shape, detail: str) -> None:
+    """nvtripy's overload message for InputInfo's shape, our detail underneath."""
+    raise_error("Could not find an implementation for function: 'InputInfo'.",
+                [f"For parameter: 'shape', expected an instance of type: '{_SHAPE_TYPE}' "
+                 f"but got argument of type: '{_type_str(shape)}'.", detail])
+
+
+def _as_int(value, param: str, shape=None) -> int:
     if isinstance(value, bool) or not hasattr(value, "__int__") or isinstance(value, float):
-        raise_error(f"Invalid shape entry for parameter: '{param}'.",
-                    [f"Expected an int, a (min, opt, max) tuple or a NamedDimension, but got: {value!r}."])
+        detail = f"Expected an int, a (min, opt, max) tuple or a NamedDimension, but got: {value!r}."
+        if shape is not None:
+            _bad_shape(shape, detail)
+        raise_error(f"Invalid shape entry for parameter: '{param}'.", [detail])
     return int(value)
 
 
@@ -75,12 +93,11 @@ class InputInfo:
                 self.dimension_names[i] = dim.name
             elif isinstance(dim, (tuple, list)):
                 if len(dim) != 3:
-                    raise_error(f"Invalid shape entry at index {i} of parameter: 'shape'.",
-                                [f"Expected a (min, opt, max) triple, but got: {dim!r}."])
-                lo, mid, hi = (_as_int(v, "shape") for v in dim)
+                    _bad_shape(shape, f"Entry {i}: expected a (min, opt, max) triple, but got: {dim!r}.")
+                lo, mid, hi = (_as_int(v, "shape", shape) for v in dim)
                 _check_order(lo, mid, hi, f"dimension {i}")
             else:
-                lo = mid = hi = _as_int(dim, "shape")
+                lo = mid = hi = _as_int(dim, "shape", shape)
                 _check_order(lo, mid, hi, f"dimension {i}")
             mins.append(lo)
             opts.append(mid)

@@ -122,3 +122,43 @@ def operand(fn: str, param: str, value, like: dtypes.dtype, rank: int = 0, loc=N
     raise_error(f"Could not find an implementation for function: '{fn}'.",
                 [f"For parameter: '{param}', expected a Tensor or a Python number "
                  f"but got argument of type: '{type(value).__name__}'."])
+
+
+def arity_error(name: str, sig, args, kwargs):
+    """The TripyException for a call ``sig`` cannot take (nvtripy's message, then Python's and the signature), or
+    None when it can (the TypeError came from inside the call)."""
+    from tripy_lab.core.errors import TripyException
+    from tripy_lab.core.source import user_location
+
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as bad:
+        params = list(sig.parameters.values())
+        variadic = any(p.kind is p.VAR_POSITIONAL for p in params)
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        first = (f"Function expects {len(positional)} parameters, but {len(args)} arguments were provided."
+                 if not variadic and len(args) > len(positional) else str(bad).capitalize() + ".")
+        return TripyException(f"Could not find an implementation for function: '{name}'.",
+                              [first, f"Signature: {name}{sig}"], user_location())
+    return None
+
+
+def arity_checked(fn, name: str):
+    """``fn`` whose calls with arguments its signature cannot take raise a TripyException instead of a TypeError.
+    Only a TypeError pays for the check."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError:
+            error = arity_error(name, sig, args, kwargs)
+            if error is None:
+                raise
+            raise error from None
+
+    return call

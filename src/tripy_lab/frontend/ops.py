@@ -5,6 +5,7 @@ from __future__ import annotations
 from tripy_lab.frontend import ops_index as X
 from tripy_lab.frontend import ops_math as M
 from tripy_lab.frontend import ops_shape as S
+from tripy_lab.frontend.checks import arity_checked
 from tripy_lab.frontend.ops_device import copy
 from tripy_lab.frontend.ops_index import flip, pad, repeat, split
 from tripy_lab.frontend.ops_init import full, full_like, iota, ones, ones_like, zeros, zeros_like
@@ -87,8 +88,9 @@ def _bind_operators() -> None:
         "__or__": M.logical_or, "__invert__": M.logical_not, "__neg__": M.neg, "__abs__": M.abs,
         "__matmul__": matmul, "__rmatmul__": reflected(matmul), "__getitem__": X.getitem,
     }
+    unary = ("__invert__", "__neg__", "__abs__")
     for name, fn in table.items():
-        setattr(Tensor, name, public(fn, name))
+        setattr(Tensor, name, public(fn, name, 1 if name in unary else 2))
     Tensor.__hash__ = object.__hash__
     # every op a public call makes shares its CallScope (frontend/scopes.py)
     Tensor.shape = public_property(Tensor.shape, "shape")
@@ -102,5 +104,17 @@ def _bind_operators() -> None:
 
 
 _bind_operators()
+
+
+def _check_arity() -> None:
+    """Wrong argument counts are TripyExceptions (nvtripy's function registry), not TypeErrors."""
+    namespace = globals()
+    for name in PUBLIC:
+        namespace[name] = arity_checked(namespace[name], name)
+    for name, fn in METHODS.items():
+        METHODS[name] = arity_checked(fn, name)
+
+
+_check_arity()
 
 __all__ = PUBLIC + ["METHODS"]

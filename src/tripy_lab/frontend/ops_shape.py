@@ -135,7 +135,7 @@ def expand(input, sizes) -> Tensor:  # noqa: A002
     check_dtype("expand", "input", input, (D.float32, D.float16, D.bfloat16, D.int32, D.int64, D.bool))
     sizes = check_sequence("expand", "sizes", sizes, "IntLike", intlike=True)
     if len(sizes) < input.rank:
-        raise_error("The number of sizes must be at least the rank of the input.",
+        raise_error("The length of `sizes` must be greater or equal to input tensor's rank.",
                     [f"Got {len(sizes)} sizes for a tensor of rank {input.rank}."])
     extra = len(sizes) - input.rank
     dims = dims_of(input)

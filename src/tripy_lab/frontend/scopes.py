@@ -12,24 +12,45 @@ from __future__ import annotations
 import contextlib
 import functools
 
-from tripy_lab.trace.scopes import STATE
+from tripy_lab.trace.scopes import peek, state
 
 
-def public(fn, name: str):
-    """``fn`` recording its ops under one CallScope ``name`` unless a public call is already running."""
+def public(fn, name: str, arity: int | None = None):
+    """``fn`` recording its ops under one CallScope ``name`` unless a public call is already running.
+    ``arity`` 1 or 2: ``fn`` takes exactly that many positional arguments (operators: the most common calls,
+    whose wrapper then builds no ``*args``/``**kwargs``)."""
+    if arity == 2:
+        def scoped(a, b):
+            scopes = peek(None) or state()
+            if scopes.call_name is not None:  # inside another public call: that one names the ops
+                return fn(a, b)
+            scopes.call_name = name
+            try:
+                return fn(a, b)
+            finally:
+                scopes.call_name = scopes.call = None
+    elif arity == 1:
+        def scoped(a):
+            scopes = peek(None) or state()
+            if scopes.call_name is not None:
+                return fn(a)
+            scopes.call_name = name
+            try:
+                return fn(a)
+            finally:
+                scopes.call_name = scopes.call = None
+    else:
+        def scoped(*args, **kwargs):
+            scopes = peek(None) or state()
+            if scopes.call_name is not None:
+                return fn(*args, **kwargs)
+            scopes.call_name = name
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                scopes.call_name = scopes.call = None
 
-    @functools.wraps(fn)
-    def scoped(*args, **kwargs):
-        state = STATE
-        if state.call_name is not None:  # inside another public call: that one names the ops
-            return fn(*args, **kwargs)
-        state.call_name = name
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            state.call_name = state.call = None
-
-    return scoped
+    return functools.wraps(fn)(scoped)
 
 
 def public_property(prop: property, name: str) -> property:
@@ -38,8 +59,8 @@ def public_property(prop: property, name: str) -> property:
 
 def call_module(module, forward, args, kwargs):
     """``forward(*args, **kwargs)`` with ``module``'s path as the scope of the ops it makes."""
-    state = STATE
-    outer_paths, outer = state.paths, state.module
+    scopes = state()
+    outer_paths, outer = scopes.paths, scopes.module
     if outer_paths is None:  # the root: its path is "", its children's paths come from its tree
         paths, path = module_paths(module), ""
     else:
@@ -48,29 +69,29 @@ def call_module(module, forward, args, kwargs):
     leaf = _LEAF.get(kind)
     if leaf is None:
         leaf = _LEAF[kind] = _is_leaf(kind)
-    opens = leaf and state.call_name is None
-    state.paths, state.module = paths, path
+    opens = leaf and scopes.call_name is None
+    scopes.paths, scopes.module = paths, path
     if opens:
-        state.call_name, state.call = kind.__name__, None
+        scopes.call_name, scopes.call = kind.__name__, None
     try:
         return forward(*args, **kwargs)
     finally:
-        state.paths, state.module = outer_paths, outer
+        scopes.paths, scopes.module = outer_paths, outer
         if opens:
-            state.call_name = state.call = None
+            scopes.call_name = scopes.call = None
 
 
 @contextlib.contextmanager
 def recording(module: str, call_name: str):
     """Ops made inside are recorded under ``module`` and one CallScope ``call_name`` (a dummy parameter's
     ops: the parameter's module, one call per parameter)."""
-    state = STATE
-    saved = state.module, state.call_name, state.call
-    state.module, state.call_name, state.call = module, call_name, None
+    scopes = state()
+    saved = scopes.module, scopes.call_name, scopes.call
+    scopes.module, scopes.call_name, scopes.call = module, call_name, None
     try:
         yield
     finally:
-        state.module, state.call_name, state.call = saved
+        scopes.module, scopes.call_name, scopes.call = saved
 
 
 def scoped_call(call):
@@ -119,9 +140,19 @@ _LEAF: dict[type, bool] = {}
 
 
 def _is_leaf(kind: type) -> bool:
-    """tripy_lab's own modules with a forward of their own ops (not Sequential, which calls its children)."""
-    from tripy_lab.frontend.modules import Module, Sequential
+    """tripy_lab's own modules with a forward of their own ops (not Sequential, which calls its children); the
+    test is ``modules.py``'s (``set_leaf_test``, called when it is imported: Module lives there)."""
+    return _leaf_test(kind)
 
-    forward = kind.forward
-    return (getattr(forward, "__module__", "").startswith("tripy_lab.") and kind.__call__ is Module.__call__
-            and forward is not Sequential.forward and forward is not Module.forward)
+
+def _no_leaf(kind: type) -> bool:
+    return False
+
+
+_leaf_test = _no_leaf
+
+
+def set_leaf_test(test) -> None:
+    global _leaf_test
+    _leaf_test = test
+    _LEAF.clear()

@@ -3,8 +3,9 @@ and reports.
 
 ``benchmark``, ``compare`` and ``diff`` work without widgets, ``profile`` gives the time per layer
 (pandas is imported when they run). ``show(exe)`` displays the ``%%tpcompile`` view of an Executable;
-``report(exe, path)`` and ``report_notebook(ipynb, path)`` write stand-alone HTML files
-(module ``reports``: a submodule named ``report`` would replace the ``report`` function on this package once imported).
+``tune(f, args, space)`` sweeps build configs (here or on Dask); ``report(exe, path)`` and
+``report_notebook(ipynb, path)`` write stand-alone HTML files (modules ``reports`` and ``tuning``: a submodule
+named ``report`` or ``tune`` would replace that function on this package once imported).
 """
 
 from tripy_lab.lab.layer_time import profile
@@ -21,6 +22,23 @@ def diff(exe_a, exe_b, labels=None, **options):
     return compile_diff(exe_a, exe_b, labels, **options)
 
 
+def accuracy(exe, *args, against="reference", rtol=None, atol=None, max_bytes=None):
+    """Per-op accuracy of ``exe`` on ``args`` against the float64 reference (or an engine, or another
+    Executable) -> ``AccuracyReport`` (``first_divergent``, ``table()``, ``subgraph()``); see
+    ``tripy_lab.lab.accuracy_report``."""
+    from tripy_lab.lab.accuracy_report import accuracy as _accuracy
+
+    return _accuracy(exe, *args, against=against, rtol=rtol, atol=atol, max_bytes=max_bytes)
+
+
+def accuracy_sweep(func, args, variants=("float16",), **options):
+    """Compile ``func`` at each precision variant ("float16", "bfloat16", "int8", ...) and compare each, op
+    by op, with the fp32 program in the float64 reference -> ``SweepReport``."""
+    from tripy_lab.lab.accuracy_sweeps import accuracy_sweep as _sweep
+
+    return _sweep(func, args, variants, **options)
+
+
 def show(exe, name: str = "exe"):
     """Display ``exe`` as the lab widget with its static snapshot (one output); returns the LabWidget."""
     from tripy_lab.lab.ui import show as _show
@@ -35,6 +53,16 @@ def report(exe, path, name: str = "exe"):
     return _report(exe, path, name)
 
 
+def tune(func_or_module, args, space, **options):
+    """Build, check against fp32 and time every config of ``space``, here or on a Dask cluster -> ``TuneResult``.
+
+    See ``tripy_lab.lab.tuning.tune`` for the space, the accuracy gate, ``client=`` and ``wait=``.
+    """
+    from tripy_lab.lab.tuning import tune as _tune
+
+    return _tune(func_or_module, args, space, **options)
+
+
 def report_notebook(ipynb_path, out_path):
     """Write every stage of every compile stored in a saved notebook to one self-contained HTML file."""
     from tripy_lab.lab.reports import report_notebook as _report_notebook
@@ -42,4 +70,5 @@ def report_notebook(ipynb_path, out_path):
     return _report_notebook(ipynb_path, out_path)
 
 
-__all__ = ["benchmark", "compare", "diff", "profile", "report", "report_notebook", "show"]
+__all__ = ["accuracy", "accuracy_sweep", "benchmark", "compare", "diff", "profile", "report", "report_notebook",
+           "show", "tune"]

@@ -12,10 +12,12 @@ from tripy_lab.lab.compare_pane import ComparePane
 from tripy_lab.lab.html import esc, sanitize, stylesheet
 from tripy_lab.lab.mlir_editor import MlirEditor
 from tripy_lab.lab.session import Session
+from tripy_lab.lab.shape_text import parse_custom_shapes
 from tripy_lab.lab.tables import TABLE_CSS
+from tripy_lab.lab.tune_pane import TunePane
 
-TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare")
-_KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare")
+TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare", "Tune")
+_KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare", "tune")
 # "default": tp.config.engine, else the best installed
 ENGINES = ["default", "reference", "xla", "onnxruntime", "tensorrt"]
 # Narrow panes (a split view, ~480 px): rows of controls wrap instead of squeezing their children (toggles read
@@ -67,17 +69,18 @@ class LabWidget:
         self.auto_ms = W.FloatText(value=session.auto_build_seconds * 1e3, description="auto-build < ms",
                                    style={"description_width": "initial"}, layout=W.Layout(width="190px"))
         self.auto_ms.observe(self._on_auto, "value")
-        self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run", "compare")}
+        self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run", "compare", "tune")}
         self.crosswalk = W.Output()
         self.run_box = self._run_controls()
         # The MLIR tab switches between the highlighted text and an editor; Compare holds the diff view.
         self.mlir_editor = MlirEditor(session, on_toggle=self._on_edit_toggle)
         self.compare = ComparePane(session)
+        self.tune = TunePane(session, on_change=self._changed)  # a finished sweep goes into the snapshot
         self.generic.layout.width = "auto"  # the Edit toggle sits next to it
         mlir_box = W.VBox([W.HBox([self.generic, self.mlir_editor.toggle]), self.panes["mlir"],
                            self.mlir_editor.widget])
         children = [self.panes["trace"], mlir_box, self.panes["engine"], self.run_box, self.panes["log"],
-                    self.panes["error"], self.crosswalk, self.compare.widget]
+                    self.panes["error"], self.crosswalk, self.compare.widget, self.tune.widget]
         self.tabs = W.Tab(children=children, titles=TAB_NAMES)
         self.tabs.observe(self._on_tab, "selected_index")
         for key, child in zip(_KEYS, children):
@@ -102,6 +105,8 @@ class LabWidget:
         """The view model of ``key`` for the current stages (built once per change), or None."""
         if key in self.views:
             return self.views[key]
+        if key == "tune":
+            return self.tune.view()
         s = self.session
         view = None
         if key == "trace" and s.error_stage == "trace":
@@ -286,6 +291,10 @@ class LabWidget:
         self.run_button.on_click(lambda _: self._guard(self._run_once))
         self.time_button.on_click(lambda _: self._guard(self._time))
         self.sweep_button.on_click(lambda _: self._guard(self._sweep))
+        self.accuracy_button = W.Button(description="Accuracy", icon="crosshairs",
+                                        tooltip="per-op error against the reference in float64")
+        self.accuracy_button.on_click(lambda _: self._guard(self._accuracy))
+        self.accuracy_button.add_class("tripy-accuracy-button")
         self.run_button.add_class("tripy-run")
         self.time_button.add_class("tripy-time")
         self.sweep_button.add_class("tripy-sweep-button")
@@ -296,7 +305,7 @@ class LabWidget:
             [
                 W.HBox([self.point, self.custom]),
                 W.HBox([self.warmup, self.iters]),
-                W.HBox([self.run_button, self.time_button, self.sweep_button]),
+                W.HBox([self.run_button, self.time_button, self.sweep_button, self.accuracy_button]),
                 self.run_out,
             ]
         )
@@ -348,21 +357,16 @@ class LabWidget:
         sweep = ([x for x, good in zip(xs, ok) if good], list(df.loc[ok, "compute_ms"]), opt_x, xlabel)
         return tabs.RunView("sweep", frame=df, sweep=sweep)
 
+    def _accuracy(self, exe) -> tabs.RunView:
+        """Per-op accuracy on random inputs at the first chosen shape point; the MLIR pane shades by error."""
+        from tripy_lab.lab.accuracy_views import run_accuracy
 
-def parse_custom_shapes(text: str) -> dict:
-    """``a=2x4 s=3`` -> {"a": (2, 4), "s": 3}; ``a=scalar`` for rank 0."""
-    out: dict = {}
-    for part in text.split():
-        name, eq, value = part.partition("=")
-        if not eq:
-            raise ValueError(f"cannot read {part!r}: expected NAME=2x4 or NAME=3")
-        if value == "scalar":
-            out[name] = ()
-        elif "x" in value:
-            out[name] = tuple(int(v) for v in value.split("x"))
-        else:
-            out[name] = int(value)
-    return out
+        report = run_accuracy(exe, self._points()[0])
+        mlir = self._view("mlir")
+        if isinstance(mlir, tabs.MlirView) and mlir.n_ops == len(report.program.ops()):
+            mlir.accuracy = report
+            self._render("mlir")
+        return tabs.RunView("accuracy", report=report)
 
 
 def session_of(exe, name: str = "exe") -> Session:
