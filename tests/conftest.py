@@ -26,3 +26,4 @@ def pytest_collection_modifyitems(session, config, items):
     # own loop (asyncio.run, the lab's debouncer and background builds) fail after it: browser tests go last.
     browser = {id(item) for item in items if "page" in getattr(item, "fixturenames", ())}
     items[:] = [item for item in items if id(item) not in browser] + [item for item in items if id(item) in browser]
+    # pytest-xdist groups: the root conftest.py (it also sees the notebooks when tests/ is not collected)

@@ -68,10 +68,14 @@ def test_slider_scale_grows_when_max_reaches_the_end():
 
 def test_dtype_and_code_view():
     ed, _ = editor("a=f32[1:2:3,4]")
+    assert ed.code_toggle.description == "show Tripy code"
     ed.code_toggle.value = True
+    assert ed.code_toggle.description == "hide Tripy code"
     assert "tp.InputInfo(shape=((1, 2, 3), 4), dtype=tp.float32)" in ed.code.value
     ed.params_box.children[0].children[0].children[1].value = "float16"
     assert "dtype=tp.float16" in ed.code.value
+    ed.code_toggle.value = False
+    assert ed.code_toggle.description == "show Tripy code" and ed.code.value == ""
 
 
 def test_missing_param_can_change_rank_and_kind():

@@ -232,3 +232,31 @@ def test_report_writes_a_notebooks_compiles_as_html(tmp_path, capsys):
     page = out.read_text()
     assert "tensorrt.shape_profile" in page and "tensorrt.unary" in page and "In [2]:3" in page
     assert "<script" not in page and f"wrote {out}" in capsys.readouterr().out
+
+
+def test_explain_json_gives_stages_timings_and_layers(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "model.py"
+    path.write_text(MODEL)
+    assert cli.main(["explain", f"{path}:mlp", "--args", "x=f32[1:2:8,4] w=f32[4,3]", "--engine", "reference",
+                     "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["engine"] == "reference" and data["optimization_level"] == 3
+    assert data["signature"] == "Executable(x: Tensor, w: Tensor) -> Tensor"
+    assert set(data["timings_ms"]) == {"trace", "mlir", "build"} and all(v >= 0 for v in data["timings_ms"].values())
+    assert "matmul(x" in data["stages"]["trace"]["text"] and data["stages"]["trace"]["ops"] > 0
+    assert "tensorrt.shape_profile<min = [1, 4], opt = [2, 4], max = [8, 4]>" in data["stages"]["mlir"]["text"]
+    assert len(data["layers"]) == data["stages"]["engine"]["layers"] > 0
+    assert any("matrix_multiply" in json.dumps(row) for row in data["layers"])
+
+
+def test_explain_json_reports_errors_as_json(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "model.py"
+    path.write_text(MODEL)
+    assert cli.main(["explain", f"{path}:mlp", "--args", "x=f32[1:2:8,5] w=f32[4,3]", "--engine", "reference",
+                     "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["error"]["summary"] and "model.py" in data["error"]["location"]

@@ -70,6 +70,10 @@ def test_two_engines_diff_layers_outputs_and_timing(exes):
         assert f"tripy-diff-{key}" in markup
     assert "compute (ms)" in markup and "B/A compute" in markup
     assert markup == d._repr_html_()
+    # layer rows that differ are marked as whole rows: no highlighted fragments of layer names ("con|stant")
+    layers = markup[markup.index("tripy-diff-layers"):markup.index("tripy-diff-outputs")]
+    assert "tripy-diff-replace" in layers or "tripy-diff-delete" in layers
+    assert compile_diff.COLORS["mark_a"] not in layers and compile_diff.COLORS["mark_b"] not in layers
 
 
 def test_html_escapes_and_marks_changed_characters():

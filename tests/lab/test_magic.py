@@ -156,6 +156,8 @@ def test_widgets_mode_tabs_render_on_demand(ip):
     assert ui.run_out.value.count("<tr") == 4  # header + min/opt/max
     ui.sweep_button.click()
     assert "<svg" in ui.run_out.value and "opt</text>" in ui.run_out.value
+    # the plotted values are the compute column: the y title says so
+    assert re.search(r"class=.tripy-ytitle.[^>]*>compute \(ms, median\)<", ui.run_out.value)
     ui.point.value = "custom"
     ui.custom.value = "a=2x4 b=2x4"
     ui.run_button.click()

@@ -150,3 +150,37 @@ def test_a_failing_background_build_lands_in_the_error_tab(monkeypatch):
     assert s.error_stage == "build" and s.error_info()["summary"] == "Engine build failed."
     assert s.status() == ("build failed: Engine build failed.", "error") and "exe" not in ns
     assert [e["status"] for e in s.log if e["stage"] == "build"] == ["error"]
+
+
+def test_every_settled_edit_builds_in_the_background_and_the_next_edit_restarts_it(gate):
+    """However long the last build took (a budget of 0 ms: every build is "slow"), an edit in the kernel builds
+    in the background; a further edit drops that build and starts one for the new bounds."""
+    s, ns = session(auto_build_seconds=0.0)
+
+    async def settle():
+        for _ in range(1000):
+            if not s.building:
+                return
+            await asyncio.sleep(0.01)
+
+    async def main():
+        gate.set()
+        s.refresh()
+        await settle()
+        assert isinstance(ns["exe"], tp.Executable) and s.last_build_seconds > s.auto_build_seconds
+        gate.clear()
+        gate.started.clear()
+        s.model.set_opt("a", 0, 3)
+        s.schedule()
+        assert s.building and gate.started.wait(5)  # no "press Build": it is building
+        first = s.job
+        s.model.set_opt("a", 0, 1)
+        s.schedule()  # the next move: the running build is dropped, a new one starts
+        assert first.cancelled and s.building and s.job is not first
+        gate.set()
+        await settle()
+
+    asyncio.run(main())
+    assert "press Build" not in s.status()[0] and s.status()[1] == "ok"
+    assert ns["exe"].input_infos["a"].shape_bounds.opt == (1, 4)
+    assert s.counts["build"] == 2  # the first build and the last one; the dropped one never landed

@@ -54,9 +54,42 @@ def test_benchmark_frames_keep_precision_and_display_styled(exe):
     raw = df["latency_ms"][0]
     assert isinstance(raw, float) and tables.sig3(raw) != repr(raw)  # the frame keeps every digit
     shown = df._repr_html_()
-    assert "latency (ms)" in shown and tables.sig3(raw) in cells(shown)
-    assert "latency (ms)" in repr(df) and "latency_ms" in df.columns
+    assert "latency p50 (ms)" in shown and tables.sig3(raw) in cells(shown)
+    assert "latency p50 (ms)" in repr(df) and "latency_ms" in df.columns
     assert isinstance(df[df["iters"] > 0], tables.LabFrame)
+
+
+def test_timing_tables_show_the_columns_people_read_and_the_method_as_a_footnote(exe):
+    df = timing.benchmark(exe, ["min", "opt"], warmup=0, iters=3)
+    assert list(df.columns) == timing.COLUMNS  # the frame keeps everything
+    for markup in (df._repr_html_(), views.frame_html(df), views.frame_html(df.drop(columns=["error"]))):
+        heads = re.findall(r"<th[^>]*>([^<]*)</th>", markup)
+        assert heads == ["label", "shape", "compute (ms)", "latency p50 (ms)", "latency p90 (ms)",
+                         "throughput (1/s)"], heads
+        note = markup[markup.index("tripy-table-note"):]
+        assert "compute: CPU: wall time of the interpreter" in note and "engine reference, opt level 3" in note
+        assert ".full()" in note
+        assert "wall time of the interpreter" not in markup[: markup.index("tripy-table-note")]  # not per row
+    text = repr(df)
+    assert text.splitlines()[0].split() == ["label", "shape", "compute", "(ms)", "latency", "p50", "(ms)", "latency",
+                                            "p90", "(ms)", "throughput", "(1/s)"]
+    full = df.full()
+    assert isinstance(full, tables.LabFrame) and not isinstance(full, tables.TimingFrame)
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", full._repr_html_())
+    assert len(heads) == len(timing.COLUMNS) and "compute method" in heads and "iters" in heads
+
+
+def test_compare_shows_engine_and_build_time_where_they_differ(exe):
+    other = tp.compile(lambda a: a * 2.0, args=[tp.InputInfo(shape=((1, 2, 4), 3), dtype=tp.float32)],
+                       engine="xla")
+    df = timing.compare(("ref", exe), ("fast", other), warmup=0, iters=2)
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", df._repr_html_())
+    assert heads[:4] == ["label", "engine", "shape", "build (ms)"], heads
+    named = timing.compare(("reference", exe), ("xla", other), warmup=0, iters=2)  # labels name the engines
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", named._repr_html_())[:3] == ["label", "shape", "build (ms)"]
+    assert "opt level" not in heads and "compute method" not in heads
+    note = df._repr_html_().split("tripy-table-note")[1]
+    assert "compute (reference): CPU: wall time of the interpreter" in note and "compute (xla): " in note
 
 
 def test_views_tables_go_through_the_one_style(exe):

@@ -486,6 +486,7 @@ def test_tensor_type_and_dense_elements():
         assert out.shape == (2, 3) and out.astype(np.float64).tolist() == data.tolist()
 
 
+@pytest.mark.timing
 def test_dense_elements_is_fast():
     data = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
     start = time.perf_counter()

@@ -222,6 +222,7 @@ class BoundsEditor:
         self.problems.value = views.problems_html(self.all_problems())
 
     def show_code(self) -> None:
+        self.code_toggle.description = "hide Tripy code" if self.code_toggle.value else "show Tripy code"
         if not self.code_toggle.value:
             self.code.value = ""
             return

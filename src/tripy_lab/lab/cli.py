@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
@@ -152,8 +153,9 @@ def load_target(target: str):
 
 
 def explain(target: str, spec: str, engine: str | None = None, level: int = 3, html_out: str | None = None,
-            out=None) -> int:
-    """Compile ``FILE.py:FUNC`` with the specs and print each stage, as ``%%tpcompile --no-widgets`` does."""
+            out=None, as_json: bool = False) -> int:
+    """Compile ``FILE.py:FUNC`` with the specs and print each stage, as ``%%tpcompile --no-widgets`` does
+    (``as_json``: one JSON object instead, see ``explain_json``)."""
     from tripy_lab import pipeline
     from tripy_lab.core.errors import TripyException
     from tripy_lab.lab import errors, magic, views
@@ -174,8 +176,15 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
     except Exception as exc:
         if not isinstance(exc, TripyException):
             raise
+        if as_json:
+            loc = getattr(exc, "location", None)
+            print(json.dumps({"target": target, "error": {"summary": exc.summary, "details": list(exc.details),
+                                                          "location": loc.render() if loc else ""}}), file=out)
         print(errors.brief(exc), file=sys.stderr)
         return 1
+    if as_json:
+        print(json.dumps(explain_json(target, traced, lowered, built), indent=1, default=_plain), file=out)
+        return 0
     report = built.report
     sections = [
         (f"Trace ({len(traced.trace.ops)} ops, {traced.seconds * 1e3:.1f} ms)", traced.as_text()),
@@ -202,8 +211,37 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
     return 0
 
 
+def _plain(value):
+    """JSON for numpy scalars and anything else a report holds (its text)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) else str(value)
+
+
+def explain_json(target: str, traced, lowered, built) -> dict:
+    """Stages (text and time), the engine's layer table and its report, as plain JSON-able data."""
+    from tripy_lab.lab import tabs, views
+
+    report = built.report
+    layers = views.layers_frame(built.layers)
+    return {
+        "target": target,
+        "signature": str(built.executable()),
+        "engine": report.engine,
+        "optimization_level": built.optimization_level,
+        "timings_ms": {"trace": traced.seconds * 1e3, "mlir": lowered.seconds * 1e3, "build": built.seconds * 1e3},
+        "stages": {
+            "trace": {"ops": len(traced.trace.ops), "text": traced.as_text()},
+            "mlir": {"text": lowered.as_text()},
+            "engine": {"reason": report.reason, "device": report.device, "notes": [tabs.tilde(n) for n in report.notes],
+                       "cache": tabs.cache_line(report.cache) if report.cache else "",
+                       "layers": len(built.layers)},
+        },
+        "layers": [{str(k): v for k, v in row.items()} for row in layers.to_dict("records")],
+    }
+
+
 def _explain(args: argparse.Namespace, extra: list[str]) -> int:
-    return explain(args.target, args.args, args.engine, args.optimization_level, args.html)
+    return explain(args.target, args.args, args.engine, args.optimization_level, args.html, as_json=args.json)
 
 
 def _report(args: argparse.Namespace, extra: list[str]) -> int:
@@ -258,6 +296,8 @@ def make_parser() -> argparse.ArgumentParser:
     exp.add_argument("--engine", help="reference, xla, onnxruntime or tensorrt (default: the best installed)")
     exp.add_argument("-O", "--optimization-level", type=int, default=3, help="0..5 (default 3)")
     exp.add_argument("--html", metavar="OUT", help="also write the stages as a self-contained HTML report")
+    exp.add_argument("--json", action="store_true",
+                     help="print one JSON object (stages, timings, layers) instead of text")
     exp.set_defaults(run=_explain)
     rep = sub.add_parser("report", help="write NOTEBOOK.ipynb's compiles as one self-contained HTML file")
     rep.add_argument("notebook", metavar="NOTEBOOK.ipynb")

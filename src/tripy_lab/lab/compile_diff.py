@@ -36,6 +36,7 @@ class Section:
     title: str
     rows: list[DiffRow]
     note: str = ""
+    by_row: bool = False  # a changed row is marked whole (table rows), not character by character (text)
 
     @property
     def changed(self) -> int:
@@ -120,10 +121,10 @@ def _layer_lines(exe) -> list[str] | None:
     return [f"{r['kind']:<14} {r['shapes']:<14} {r['dtype']:<9} ← {r['source ops']}" for _, r in df.iterrows()]
 
 
-def _section(title: str, a: list[str] | None, b: list[str] | None) -> Section:
+def _section(title: str, a: list[str] | None, b: list[str] | None, by_row: bool = False) -> Section:
     if a is None or b is None:
         return Section(title, [], note="not available (an Executable without its stages, e.g. loaded from a file)")
-    return Section(title, line_rows(a, b))
+    return Section(title, line_rows(a, b), by_row=by_row)
 
 
 def _stage_seconds(exe, stage: str):
@@ -188,7 +189,7 @@ def diff(exe_a, exe_b, labels: tuple[str, str] | None = None, *, outputs: bool =
     sections = [
         _section("Trace ops", _trace_lines(exe_a), _trace_lines(exe_b)),
         _section("MLIR", _mlir_lines(exe_a), _mlir_lines(exe_b)),
-        _section("Layers", _layer_lines(exe_a), _layer_lines(exe_b)),
+        _section("Layers", _layer_lines(exe_a), _layer_lines(exe_b), by_row=True),
     ]
     result = CompileDiff(labels, summary_rows(exe_a, exe_b), sections)
     if outputs:
@@ -227,7 +228,7 @@ _CELL = "text-align:left;padding:0 6px;white-space:pre-wrap;overflow-wrap:anywhe
 _NO = "background:none;padding:0 4px;color:#9ca3af;text-align:right;user-select:none;vertical-align:top"
 
 
-def rows_html(rows: list[DiffRow], labels: tuple[str, str] = ("A", "B")) -> str:
+def rows_html(rows: list[DiffRow], labels: tuple[str, str] = ("A", "B"), by_row: bool = False) -> str:
     head = (f'<thead><tr><th></th><th style="text-align:left;padding:0 6px">{esc(labels[0])}</th><th></th>'
             f'<th style="text-align:left;padding:0 6px">{esc(labels[1])}</th></tr></thead>')
     body = []
@@ -237,7 +238,7 @@ def rows_html(rows: list[DiffRow], labels: tuple[str, str] = ("A", "B")) -> str:
                         f'style="text-align:left;color:#6b7280;padding:0 6px">'
                         f"⋯ {esc(r.left)}</td></tr>")
             continue
-        if r.kind == "replace":
+        if r.kind == "replace" and not by_row:
             left, right = _marked(r.left, r.right)
         else:
             left = "" if r.left is None else esc(r.left)
@@ -260,7 +261,7 @@ def _section_html(s: Section, labels: tuple[str, str]) -> str:
         status = esc(s.note)
     else:
         status = "identical" if s.changed == 0 else f"{s.changed} changed line{'s' * (s.changed != 1)}"
-    table = rows_html(s.rows, labels) if s.rows else ""
+    table = rows_html(s.rows, labels, s.by_row) if s.rows else ""
     key = s.title.lower().split()[0]
     return (f'<details class="tripy-diff-section tripy-diff-{key}" {"open" if s.changed else ""}>'
             f'<summary style="font-weight:600;cursor:pointer">{esc(s.title)} '

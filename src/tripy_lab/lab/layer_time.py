@@ -39,7 +39,7 @@ def profile(exe, shapes: str | dict = "opt", calls: int = 20, warmup: int = 3):
 
 
 def layer_times_frame(prof):
-    import pandas as pd
+    from tripy_lab.lab.tables import LayerTimes  # a DataFrame with .to_trace(path); pandas loads here
 
     compute = float(np.median(prof.compute_s)) if prof.compute_s else float("nan")
     rows = []
@@ -49,8 +49,9 @@ def layer_times_frame(prof):
                      "share": t / compute if compute > 0 else float("nan"),
                      "source_ops": " ".join(ly.source_ops), "source_lines": " ".join(ly.source_lines),
                      "kernel": ly.kernel, "mlir_ops": ",".join(map(str, ly.mlir_ops))})
-    df = pd.DataFrame(rows, columns=COLUMNS)
-    df.attrs.update(compute_ms=compute * 1e3, layers_ms=sum(prof.layer_s.values()) * 1e3, method=prof.method)
+    df = LayerTimes(rows, columns=COLUMNS)
+    df.attrs.update(compute_ms=compute * 1e3, layers_ms=sum(prof.layer_s.values()) * 1e3, method=prof.method,
+                    calls_ms=[c * 1e3 for c in prof.compute_s])
     return df
 
 

@@ -42,12 +42,14 @@ Options:
     -O N, --optimization-level N   builder optimization level 0..5 (default 3)
     --engine ENGINE                reference, xla, onnxruntime, tensorrt (default: tp.config.engine, else the best one)
     --no-widgets                   compile once and print a summary: no editor, no tabs
-    --auto-build-ms MS             rebuild on each change while the last build took < MS (default 1000)
+    --auto-build-ms MS             without a running event loop (scripts), rebuild on each change only while the
+                                   last build took < MS (default 1000); in the kernel every settled change builds
+                                   in the background and the next change cancels it
     --debounce-ms MS               wait MS after the last edit before re-tracing (default 50)
 
 With widgets: a bounds editor (dtype, static/dynamic, min/max and opt sliders, exact min:opt:max
 text) and tabs Trace | MLIR | Engine | Run & time | Log | Error | Crosswalk. Every edit re-traces and
-re-lowers (debounced); Build rebuilds the engine (automatically when builds are fast).
+re-lowers (debounced), then builds the engine in the background (the next edit cancels and restarts it).
 
 Examples::
 

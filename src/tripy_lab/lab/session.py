@@ -222,7 +222,10 @@ class Session:
         changed |= {"error", "log", "status", "stale", "trace", "mlir"}
 
     def schedule(self) -> None:
-        """A bounds edit: re-run the fast path once the edits settle (debounced)."""
+        """A bounds edit: re-run the fast path once the edits settle (debounced); a background build for the
+        previous bounds is dropped (the refresh starts the next one)."""
+        if self.job is not None and self.background:
+            self._drop_job(self.job)
         self.stale |= {*FAST_TABS, *SLOW_TABS}
         self.notify({"stale", "status"})
         self.debouncer()
@@ -250,7 +253,7 @@ class Session:
             cached = self._built.get(self._build_key())
             if cached is not None:
                 self._use_build(cached, changed, hit=True)
-            elif self.last_build_seconds is None or self.last_build_seconds < self.auto_build_seconds:
+            elif self.builds_on_change():
                 self.notify(changed)
                 changed = {"status", "log"}
                 self.build(wait=wait)
@@ -292,6 +295,14 @@ class Session:
         changed |= {"trace", "mlir", "error", "stale"}
 
     # -- slow path ------------------------------------------------------------------------------------
+    def builds_on_change(self) -> bool:
+        """In the kernel (a background session on a running loop) every settled edit builds, however long the
+        last build took: the next edit cancels it. Without a loop a build blocks, so only builds that took
+        under ``auto_build_seconds`` run on their own."""
+        if self.background and _running_loop() is not None:
+            return True
+        return self.last_build_seconds is None or self.last_build_seconds < self.auto_build_seconds
+
     def _build_key(self) -> tuple:
         key = self.key
         if self.engine in WHOLE_PROFILE_ENGINES and key is not None:
@@ -414,14 +425,17 @@ class Session:
         job = self.job
         if job is None:
             return False
-        job.cancelled = True
-        self._unhook_interrupt(job)
-        self.job, self.building = None, False
-        self.stale |= set(SLOW_TABS)
+        self._drop_job(job)
         self.note = f"build {reason} after {job.elapsed:.1f} s: press Build to build again"
         self._log("build", reason, job.elapsed, f"{job.engine or 'default engine'}, -O{job.level}")
         self.notify({"status", "log", "stale"})
         return True
+
+    def _drop_job(self, job: BuildJob) -> None:
+        job.cancelled = True
+        self._unhook_interrupt(job)
+        self.job, self.building = None, False
+        self.stale |= set(SLOW_TABS)
 
     def _finish(self, job: BuildJob) -> None:
         """Take a finished build's result (on the kernel's thread); a cancelled one is dropped."""

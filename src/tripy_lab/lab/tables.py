@@ -3,7 +3,8 @@
 Display only: headers get their units (``median_ms`` -> ``median (ms)``), floats 3 significant digits,
 long text wraps inside its cell and wide tables scroll inside their own box. The DataFrames themselves keep
 full precision: ``benchmark()``/``compare()`` return a ``LabFrame``, a DataFrame whose notebook display
-(HTML and text) goes through ``style()``.
+(HTML and text) goes through ``style()``. Timing tables (``TimingFrame``) show the columns a person reads
+and say how compute was measured in a footnote; ``.full()`` shows every column.
 """
 
 from __future__ import annotations
@@ -116,7 +117,10 @@ def style(df: pd.DataFrame):
 
 
 def frame_html(df: pd.DataFrame) -> str:
-    """The styled table in a box that scrolls (both ways) instead of overflowing the cell."""
+    """The styled table in a box that scrolls (both ways) instead of overflowing the cell; a timing table shows
+    its brief columns and footnote (as in the notebook)."""
+    if isinstance(df, TimingFrame):
+        return df._repr_html_()
     html = style(df).to_html()
     return f'<div class="tripy-table-box" style="{BOX_STYLE}">{html}</div>'
 
@@ -145,3 +149,95 @@ class LabFrame(pd.DataFrame):
 
     def __repr__(self) -> str:
         return frame_text(self)
+
+
+# The timing columns a person reads; engine / opt level / build time only where they tell rows apart.
+BRIEF = ["label", "engine", "opt_level", "shape", "build_ms", "compute_ms", "latency_ms", "latency_p90_ms",
+         "throughput_per_s", "error"]
+BRIEF_NAMES = {"latency_ms": "latency_p50_ms"}
+NOTE_STYLE = "font-size:11px;color:#6b7280;margin-top:2px;max-width:60em"
+
+
+def _varies(series: pd.Series) -> bool:
+    values = {str(v) for v in series if v is not None and not (isinstance(v, float) and math.isnan(v))}
+    return len(values) > 1
+
+
+class TimingFrame(LabFrame):
+    """``benchmark()`` / ``compare()``: every column in the frame, the ones a person reads on screen (shape,
+    compute, latency p50/p90, throughput), the compute method as a footnote; ``.full()`` shows them all."""
+
+    @property
+    def _constructor(self):
+        return TimingFrame
+
+    def full(self) -> LabFrame:
+        """The same rows with every column shown (iterations, latency spread, back-to-back time, method)."""
+        return LabFrame(self)
+
+    def brief(self) -> tuple[pd.DataFrame, list[str]]:
+        """(the shown columns, the footnote lines)."""
+        df = pd.DataFrame(self)
+        keep = [c for c in BRIEF if c in df.columns]
+        same = []  # engine / opt level shared by every row: said once, under the table
+        for column, what in (("engine", "engine"), ("opt_level", "opt level")):
+            if column in keep and not _varies(df[column]):
+                keep.remove(column)
+                values = [v for v in df[column] if v is not None and str(v) != "nan"]
+                if values:
+                    same.append(f"{what} {_whole(values[0]) if column == 'opt_level' else values[0]}")
+        notes = [", ".join(same)] if same else []
+        if "engine" in keep and "label" in df.columns and all(str(e) in str(lb) for e, lb in zip(df["engine"],
+                                                                                              df["label"])):
+            keep.remove("engine")  # the labels already name the engines ("xla min")
+        if "build_ms" in keep and df["build_ms"].isna().all():
+            keep.remove("build_ms")
+        if "error" in keep and not df["error"].astype(bool).any():
+            keep.remove("error")
+        if "compute_method" in df.columns:
+            methods: dict[str, list[str]] = {}  # method -> the engines that measured that way
+            engines = df["engine"] if "engine" in df.columns else [""] * len(df)
+            for method, engine in zip(df["compute_method"], engines):
+                if method:
+                    methods.setdefault(method, [])
+                    if engine and str(engine) not in methods[method]:
+                        methods[method].append(str(engine))
+            for method, names in methods.items():
+                who = f" ({', '.join(names)})" if len(methods) > 1 and names else ""
+                notes.append(f"compute{who}: {method}")
+        if "iters" in df.columns and len(df):
+            notes.append(f"latency: median (p50) and p90 of {int(df['iters'].max())} synchronized calls; "
+                         "throughput: calls queued back to back")
+        notes.append("all columns: .full()")
+        return df[keep].rename(columns=BRIEF_NAMES), notes
+
+    def _repr_html_(self) -> str:
+        shown, notes = self.brief()
+        html = LabFrame(shown)._repr_html_()
+        lines = "".join(f"<div>{_esc(n)}</div>" for n in notes)
+        return html + f'<div class="tripy-table-note" style="{NOTE_STYLE}">{lines}</div>'
+
+    def __repr__(self) -> str:
+        shown, notes = self.brief()
+        return frame_text(shown) + "\n" + "\n".join(notes)
+
+
+def _esc(text: str) -> str:
+    import html
+
+    return html.escape(str(text))
+
+
+class LayerTimes(pd.DataFrame):
+    """``profile()``'s frame: the layer table with a time per layer, which also writes itself as a trace."""
+
+    @property
+    def _constructor(self):
+        return LayerTimes
+
+    def to_trace(self, path, title: str = "tripy-lab") -> str:
+        """Write the timing run as a Chrome / Perfetto trace JSON (ui.perfetto.dev and chrome://tracing open it);
+        returns the path. See ``tripy_lab.lab.trace_export`` for what the slices mean."""
+        from tripy_lab.lab.trace_export import write_trace
+
+        return write_trace(self, path, title)

@@ -7,6 +7,7 @@ with a note). So a pane exists once. Views are plain data built from stage objec
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from tripy_lab.lab import crosswalk, views
@@ -193,6 +194,28 @@ def export_commands(built) -> list[tuple[str, str]]:
 
 
 # -- Engine -----------------------------------------------------------------------------------------
+def tilde(text) -> str:
+    """The user's home directory as ``~`` (saved notebooks and reports do not ship the author's home path)."""
+    home = os.path.expanduser("~")
+    text = str(text)
+    return text.replace(home + os.sep, "~" + os.sep) if home not in ("", os.sep, "~") else text
+
+
+def cache_line(cache: dict) -> str:
+    """An engine's cache internals as one line: where it lives (``~/...``), then its counts."""
+    places, counts = [], []
+    for key, value in cache.items():
+        name = key.replace("_", " ")
+        if isinstance(value, str) and os.sep in value:
+            places.append(tilde(value))
+        elif isinstance(value, (list, tuple, set, dict)):
+            if value:
+                counts.append(f"{name} {len(value)}")
+        elif value not in (None, ""):
+            counts.append(f"{name} {value}")
+    return " · ".join([*dict.fromkeys(places), ", ".join(counts)] if counts else dict.fromkeys(places))
+
+
 @dataclass
 class EngineView:
     engine: str
@@ -210,11 +233,12 @@ class EngineView:
         info = [("engine", r.engine), ("why", r.reason), ("device", r.device),
                 ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
                 ("profile", profile_text(built)), ("layers", len(built.layers))]
-        info += [(f"cache: {k}", v) for k, v in r.cache.items()]
+        if r.cache:
+            info.append(("cache", cache_line(r.cache)))
         from tripy_lab.lab.accuracy_views import with_precision
 
         layers = with_precision(views.layers_frame(built.layers), built.layers, built.lowered.program)
-        view = cls(r.engine, info, list(r.notes), layers, dict(r.extra_stages), export_commands(built))
+        view = cls(r.engine, info, [tilde(n) for n in r.notes], layers, dict(r.extra_stages), export_commands(built))
         prof = getattr(built.compiled, "last_profile", None)
         if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
             from tripy_lab.lab import layer_time
@@ -258,7 +282,7 @@ class RunView:
     """The latest Run / Time / Sweep result (or a note saying there is none)."""
 
     kind: str = "note"  # "note", "run", "time", "sweep", "accuracy", "error"
-    message: str = "build, then Run or Time"
+    message: str = "Run, Time or Sweep at the shapes above (a stale engine is built first)"
     results: list[tuple[str, str]] = field(default_factory=list)  # run: (shape label, output description)
     frame: object = None  # time/sweep: the benchmark DataFrame
     sweep: tuple | None = None  # sweep: (xs, ys, opt_x, xlabel)

@@ -262,11 +262,14 @@ def benchmark(
       calls are short, so the batch's first dispatch and last sync are spread thin;
       ``throughput_per_s`` = 1000 / ``back_to_back_ms``.
     * ``error``: why a row failed to run (its numbers are NaN).
+
+    The notebook shows shape, compute, latency p50/p90 and throughput with the method as a footnote;
+    ``.full()`` shows every column.
     """
-    from tripy_lab.lab.tables import LabFrame  # a DataFrame shown with the lab's table style
+    from tripy_lab.lab.tables import TimingFrame  # shown with the lab's table style, the columns people read
 
     points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
-    return LabFrame(_rows(exe, points, warmup, iters, label, max_seconds, profile_calls), columns=COLUMNS)
+    return TimingFrame(_rows(exe, points, warmup, iters, label, max_seconds, profile_calls), columns=COLUMNS)
 
 
 def _compile_config(config: dict):
@@ -287,7 +290,7 @@ def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max
     ``{"func": f, "args": [...], "engine": "xla", "optimization_level": 3, "label": "..."}``
     that is compiled here (so engines, optimization levels or bounds can be compared).
     """
-    from tripy_lab.lab.tables import LabFrame
+    from tripy_lab.lab.tables import TimingFrame
 
     rows = []
     points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
@@ -306,4 +309,4 @@ def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max
         for row in _rows(item, points, warmup, iters, label, max_seconds, profile_calls):
             row["build_ms"] = build_ms
             rows.append(row)
-    return LabFrame(rows, columns=[*COLUMNS[:3], "build_ms", *COLUMNS[3:]])
+    return TimingFrame(rows, columns=[*COLUMNS[:3], "build_ms", *COLUMNS[3:]])

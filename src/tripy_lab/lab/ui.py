@@ -20,12 +20,23 @@ TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk
 _KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare", "tune")
 # "default": tp.config.engine, else the best installed
 ENGINES = ["default", "reference", "xla", "onnxruntime", "tensorrt"]
+# Narrow panes (a split view, ~480 px): rows of controls wrap instead of squeezing their children (toggles read
+# "dy", sliders shrank to knobs, Build became an icon); the tab bar wraps instead of cutting tabs off.
+NARROW_CSS = """
+.tripy-lab .widget-hbox { flex-wrap: wrap; row-gap: 2px; }
+.tripy-lab .widget-hbox > .widget-toggle-button, .tripy-lab .widget-hbox > .widget-button,
+.tripy-lab .widget-hbox > .widget-inline-hbox, .tripy-lab .widget-hbox > .widget-label,
+.tripy-lab .widget-hbox > .widget-text, .tripy-lab .widget-hbox > .widget-dropdown { flex-shrink: 0; }
+.tripy-lab .widget-toggle-button, .tripy-lab .widget-button { min-width: max-content; }
+.tripy-lab .widget-tab > .lm-TabBar .lm-TabBar-content { flex-wrap: wrap; }
+.tripy-lab .widget-tab > .lm-TabBar { min-height: max-content; }
+"""
 CSS = """<style>
 .tripy-stale { opacity: 0.55; }
 .tripy-lab .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; max-width: none; min-width: 90px; }
 .tripy-lab .widget-html > .widget-html-content { flex: 1 1 auto; min-width: 0; overflow-x: auto; }
 .tripy-lab .tripy-table td, .tripy-lab .tripy-table th { padding: 1px 8px; text-align: left; }
-""" + stylesheet(TABLE_CSS, ".tripy-lab") + "</style>"
+""" + NARROW_CSS + stylesheet(TABLE_CSS, ".tripy-lab") + "</style>"
 
 
 class LabWidget:
@@ -241,7 +252,7 @@ class LabWidget:
         engine = None if self.engine.value == "default" else self.engine.value
         self.session.set_engine(engine, self.level.value)
         s = self.session
-        if s.stale & {"engine"} and (s.last_build_seconds or 0) < s.auto_build_seconds:
+        if s.stale & {"engine"} and s.builds_on_change():
             s.build()
 
     def _on_tab(self, _change) -> None:

@@ -307,11 +307,11 @@ def sweep_svg(
     ys: list[float],
     opt_x: float | None = None,
     xlabel: str = "size",
-    ylabel: str = "median latency (ms)",
+    ylabel: str = "compute (ms, median)",
     width: int = 520,
     height: int = 280,
 ) -> str:
-    """Latency vs. shape as inline SVG (no matplotlib), opt marked. The left margin is sized from the
+    """Compute time vs. shape as inline SVG (no matplotlib), opt marked. The left margin is sized from the
     widest tick label, so the rotated y title never overlaps the ticks."""
     if not xs:
         return "<svg xmlns='http://www.w3.org/2000/svg' class='tripy-sweep' width='10' height='10'></svg>"

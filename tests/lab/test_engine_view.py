@@ -1,0 +1,34 @@
+"""The Engine tab as a reader meets it: no author's home path, cache internals on one line."""
+
+import os
+
+import pytest
+
+import tripy_lab as tp
+from tripy_lab.lab import tabs
+
+pytest.importorskip("pandas")
+
+
+def test_the_engine_tab_shows_the_home_directory_as_a_tilde_and_the_cache_on_one_line(monkeypatch, tmp_path):
+    home = tmp_path / "home" / "author"
+    monkeypatch.setenv("HOME", str(home))
+    exe = tp.compile(lambda a: a * 2.0, args=[tp.InputInfo(((1, 2, 4), 3), tp.float32)], engine="reference")
+    report = exe.stages["built"].report
+    monkeypatch.setattr(report, "cache", {"persistent_dir": str(home / ".cache" / "tripy-lab" / "xla"),
+                                          "persistent_hits": 3, "persistent_misses": 0, "persistent_rejected": [],
+                                          "shapes_built": ["a=2x3", "a=1x3"], "hits": 0})
+    monkeypatch.setattr(report, "notes", [f"persistent cache: {home}/.cache/tripy-lab/xla/abc"])
+    view = tabs.EngineView.of(exe.stages["built"])
+    cache_rows = [(k, v) for k, v in view.info if k.startswith("cache")]
+    assert cache_rows == [("cache", "~/.cache/tripy-lab/xla · persistent hits 3, persistent misses 0, "
+                                    "shapes built 2, hits 0")]
+    page = view.html()
+    assert str(home) not in page and "~/.cache/tripy-lab/xla/abc" in page
+
+
+def test_tilde_leaves_other_paths_alone(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/u")
+    assert tabs.tilde("/home/u/.cache/x") == "~/.cache/x"
+    assert tabs.tilde("/home/user2/.cache/x") == "/home/user2/.cache/x"
+    assert tabs.tilde("/tmp/a") == "/tmp/a" and os.sep == "/"
