@@ -18,7 +18,7 @@ import numpy as np
 
 import tripy_lab as tp
 from tripy_lab.lab import benchmark
-from tripy_lab.lab.timing import time_back_to_back
+from tripy_lab.lab.measure.timing import time_back_to_back
 
 QUERY = "--query-gpu=clocks.sm,power.draw,clocks_event_reasons.active"
 samples: list[tuple[float, list[str]]] = []

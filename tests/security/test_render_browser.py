@@ -18,9 +18,11 @@ from playwright.sync_api import expect
 
 import tripy_lab as tp
 from tripy_lab import pipeline
-from tripy_lab.lab import crosswalk, reports, snapshot, tabs
-from tripy_lab.lab.crosswalk_schema import MIME_TYPE, validate_bundle
-from tripy_lab.lab.html import sanitize
+from tripy_lab.lab.cli import reports
+from tripy_lab.lab.crosswalk import links as crosswalk
+from tripy_lab.lab.crosswalk.schema import MIME_TYPE, validate_bundle
+from tripy_lab.lab.views import snapshot, tabs
+from tripy_lab.lab.views.html import sanitize
 
 pytestmark = pytest.mark.e2e
 

@@ -7,16 +7,16 @@ and reports.
 (module ``reports``: a submodule named ``report`` would replace the ``report`` function on this package once imported).
 """
 
-from tripy_lab.lab.layer_time import profile
-from tripy_lab.lab.timing import benchmark, compare
+from tripy_lab.lab.measure.layer_time import profile
+from tripy_lab.lab.measure.timing import benchmark, compare
 
 
 def diff(exe_a, exe_b, labels=None, **options):
     """Compare two compiles stage by stage -> ``CompileDiff`` (shown as HTML in a notebook).
 
-    See ``tripy_lab.lab.compile_diff.diff`` for the options (outputs, time, shapes, warmup, iters).
+    See ``tripy_lab.lab.views.compile_diff.diff`` for the options (outputs, time, shapes, warmup, iters).
     """
-    from tripy_lab.lab.compile_diff import diff as compile_diff
+    from tripy_lab.lab.views.compile_diff import diff as compile_diff
 
     return compile_diff(exe_a, exe_b, labels, **options)
 
@@ -24,8 +24,8 @@ def diff(exe_a, exe_b, labels=None, **options):
 def accuracy(exe, *args, against="reference", rtol=None, atol=None, max_bytes=None):
     """Per-op accuracy of ``exe`` on ``args`` against the float64 reference (or an engine, or another
     Executable) -> ``AccuracyReport`` (``first_divergent``, ``table()``, ``subgraph()``); see
-    ``tripy_lab.lab.accuracy_report``."""
-    from tripy_lab.lab.accuracy_report import accuracy as _accuracy
+    ``tripy_lab.lab.measure.accuracy_report``."""
+    from tripy_lab.lab.measure.accuracy_report import accuracy as _accuracy
 
     return _accuracy(exe, *args, against=against, rtol=rtol, atol=atol, max_bytes=max_bytes)
 
@@ -33,28 +33,28 @@ def accuracy(exe, *args, against="reference", rtol=None, atol=None, max_bytes=No
 def accuracy_sweep(func, args, variants=("float16",), **options):
     """Compile ``func`` at each precision variant ("float16", "bfloat16", "int8", ...) and compare each, op
     by op, with the fp32 program in the float64 reference -> ``SweepReport``."""
-    from tripy_lab.lab.accuracy_sweeps import accuracy_sweep as _sweep
+    from tripy_lab.lab.measure.accuracy_sweeps import accuracy_sweep as _sweep
 
     return _sweep(func, args, variants, **options)
 
 
 def show(exe, name: str = "exe"):
     """Display ``exe`` as the lab widget with its static snapshot (one output); returns the LabWidget."""
-    from tripy_lab.lab.ui import show as _show
+    from tripy_lab.lab.widget.ui import show as _show
 
     return _show(exe, name)
 
 
 def report(exe, path, name: str = "exe"):
     """Write every stage of ``exe`` to one self-contained HTML file; returns its Path."""
-    from tripy_lab.lab.reports import report as _report
+    from tripy_lab.lab.cli.reports import report as _report
 
     return _report(exe, path, name)
 
 
 def report_notebook(ipynb_path, out_path):
     """Write every stage of every compile stored in a saved notebook to one self-contained HTML file."""
-    from tripy_lab.lab.reports import report_notebook as _report_notebook
+    from tripy_lab.lab.cli.reports import report_notebook as _report_notebook
 
     return _report_notebook(ipynb_path, out_path)
 

@@ -30,10 +30,10 @@ def find_notebooks(start: Path | None = None) -> Path | None:
     for folder in (here, *here.parents):
         if (folder / "notebooks").is_dir():
             return folder / "notebooks"
-    repo = Path(__file__).resolve().parents[3] / "notebooks"  # src/tripy_lab/lab/cli.py -> repo root
+    repo = Path(__file__).resolve().parents[4] / "notebooks"  # src/tripy_lab/lab/cli/main.py -> repo root
     if repo.is_dir():
         return repo
-    packaged = Path(__file__).resolve().parents[1] / "notebooks"  # installed wheel: tripy_lab/notebooks
+    packaged = Path(__file__).resolve().parents[2] / "notebooks"  # installed wheel: tripy_lab/notebooks
     if not packaged.is_dir():
         return None
     copy = Path.home() / "tripy-lab-notebooks"
@@ -130,7 +130,7 @@ def _lab(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def _doctor(args: argparse.Namespace, extra: list[str]) -> int:
-    from tripy_lab.lab import doctor
+    from tripy_lab.lab.cli import doctor
 
     return doctor.main()
 
@@ -155,8 +155,9 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
             out=None) -> int:
     """Compile ``FILE.py:FUNC`` with the specs and print each stage, as ``%%tpcompile --no-widgets`` does."""
     from tripy_lab import pipeline
-    from tripy_lab.lab import errors, magic, views
-    from tripy_lab.lab import spec as S
+    from tripy_lab.lab.views import draw as views
+    from tripy_lab.lab.widget import errors, magic
+    from tripy_lab.lab.widget import spec as S
 
     out = out or sys.stdout
     func, namespace = load_target(target)

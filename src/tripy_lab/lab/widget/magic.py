@@ -13,8 +13,8 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from tripy_lab.core import source
 from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import SourceLocation
-from tripy_lab.lab import errors
-from tripy_lab.lab import spec as S
+from tripy_lab.lab.widget import errors
+from tripy_lab.lab.widget import spec as S
 
 TPCOMPILE_DOC = """Compile the function (or tp.Module instance) this cell defines into an Executable.
 
@@ -247,10 +247,10 @@ class TripyMagics(Magics):
     def _compile_widget(
         self, func, fname: str, exe_name: str, params, values: dict, missing: list, parsed: S.MagicLine
     ):
-        from tripy_lab.lab.bounds_editor import BoundsEditor
-        from tripy_lab.lab.bounds_model import BoundsModel
         from tripy_lab.lab.session import Session
-        from tripy_lab.lab.ui import LabWidget
+        from tripy_lab.lab.widget.bounds_editor import BoundsEditor
+        from tripy_lab.lab.widget.bounds_model import BoundsModel
+        from tripy_lab.lab.widget.ui import LabWidget
 
         names = [p.name for p in params if p.name in values or p.name in missing]
         model = BoundsModel.from_values(names, values)
@@ -274,7 +274,7 @@ class TripyMagics(Magics):
             session.refresh(wait=True)  # the cell's first build: the cell waits, an interrupt cancels it
         finally:  # shown also after an interrupt, saying so (Build ready)
             ui.show()  # one output: the widget and its static snapshot, updated in place from now on
-        # Keep the last one reachable for inspection (tests, notebooks): tripy_lab.lab.magic.last
+        # Keep the last one reachable for inspection (tests, notebooks): tripy_lab.lab.widget.magic.last
         global last
         last = ui
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from tripy_lab.core import dtypes
 from tripy_lab.core.errors import raise_error
-from tripy_lab.lab import accuracy_run as runs
+from tripy_lab.lab.measure import accuracy_run as runs
 from tripy_lab.pipeline import mark
 
 # Default tolerances per compute dtype of the op's result: (rtol, atol).
@@ -78,7 +78,7 @@ class AccuracyReport:
         """One row per compared MLIR op result (a LabFrame: full precision, displayed with units)."""
         import pandas as pd
 
-        from tripy_lab.lab.tables import LabFrame
+        from tripy_lab.lab.views.tables import LabFrame
 
         first = self.first_divergent
         rows = [{"op": e.index, "mlir": e.op, "line": e.mlir_line, "dtype": e.dtype,
@@ -127,7 +127,7 @@ class AccuracyReport:
     def subgraph(self, op: OpError | None = None):
         """The smallest program around ``op`` (default: first_divergent): that op alone, its inputs fed as
         constants from the against run, as ``(Executable, reproducer script text)``."""
-        from tripy_lab.lab.accuracy_repro import subgraph
+        from tripy_lab.lab.measure.accuracy_repro import subgraph
 
         target = op or self.first_divergent
         if target is None:
@@ -148,7 +148,7 @@ class AccuracyReport:
     __str__ = summary
 
     def _repr_html_(self) -> str:
-        from tripy_lab.lab.html import esc
+        from tripy_lab.lab.views.html import esc
 
         return f"<p>{esc(self.summary())}</p>" + self.table()._repr_html_()
 
