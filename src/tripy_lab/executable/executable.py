@@ -328,4 +328,5 @@ class Executable:
     def load(path: str, engine: str | None = None) -> Executable:
         from tripy_lab.executable import serialize
 
-        return serialize.load(path, engine)
+        compiled, program, meta = serialize.load(path, engine)
+        return Executable(compiled, program, meta["return_single"], optimization_level=meta["optimization_level"])

@@ -11,7 +11,7 @@ from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_init, ops_shape
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.checks import check_ints, check_sequence
-from tripy_lab.frontend.scopes import call_module, recording, scoped_call
+from tripy_lab.frontend.scopes import call_module, recording, scoped_call, set_leaf_test
 from tripy_lab.frontend.tensor import Tensor
 
 
@@ -319,3 +319,12 @@ class Sequential(Module):
             x = m(x)
         return x
 
+
+def _is_leaf(kind: type) -> bool:
+    """tripy_lab's own modules with a forward of their own ops (not Sequential, which calls its children)."""
+    forward = kind.forward
+    return (getattr(forward, "__module__", "").startswith("tripy_lab.") and kind.__call__ is Module.__call__
+            and forward is not Sequential.forward and forward is not Module.forward)
+
+
+set_leaf_test(_is_leaf)  # frontend/scopes.py asks it (scopes cannot import this module: modules imports scopes)
