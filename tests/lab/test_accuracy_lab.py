@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import tripy_lab as tp
+from tripy_lab.lab import html as H
 from tripy_lab.lab.measure.accuracy_report import accuracy
-from tripy_lab.lab.views import html as H
 from tripy_lab.lab.views import tabs
 from tripy_lab.lab.views.accuracy_views import precision_of, with_precision
 from tripy_lab.lab.widget import magic

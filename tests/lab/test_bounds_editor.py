@@ -2,9 +2,9 @@
 
 import pytest
 
-from tripy_lab.lab.widget import spec as S
+from tripy_lab.lab import spec as S
+from tripy_lab.lab.bounds_model import BoundsModel
 from tripy_lab.lab.widget.bounds_editor import BoundsEditor, parse_bounds_text
-from tripy_lab.lab.widget.bounds_model import BoundsModel
 
 pytest.importorskip("ipywidgets")
 

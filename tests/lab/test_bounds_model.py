@@ -1,8 +1,8 @@
 """BoundsModel: NamedDimension groups move together, opt stays inside, problems are flagged early."""
 
 import tripy_lab as tp
-from tripy_lab.lab.widget import spec as S
-from tripy_lab.lab.widget.bounds_model import BoundsModel
+from tripy_lab.lab import spec as S
+from tripy_lab.lab.bounds_model import BoundsModel
 
 
 def model(line: str) -> BoundsModel:

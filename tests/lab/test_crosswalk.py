@@ -4,8 +4,8 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab import pipeline
-from tripy_lab.lab.crosswalk import links as crosswalk
-from tripy_lab.lab.crosswalk.schema import MIME_TYPE, validate_bundle
+from tripy_lab.lab.views import crosswalk
+from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE, validate_bundle
 
 
 def f(a, s):

@@ -4,9 +4,9 @@ import asyncio
 import threading
 
 import tripy_lab as tp
+from tripy_lab.lab import spec as S
+from tripy_lab.lab.bounds_model import BoundsModel
 from tripy_lab.lab.session import Debouncer, Session, failing_op
-from tripy_lab.lab.widget import spec as S
-from tripy_lab.lab.widget.bounds_model import BoundsModel
 
 
 def add(a, b):

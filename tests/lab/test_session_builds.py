@@ -9,9 +9,9 @@ import threading
 import pytest
 
 import tripy_lab as tp
+from tripy_lab.lab import spec as S
+from tripy_lab.lab.bounds_model import BoundsModel
 from tripy_lab.lab.session import Session
-from tripy_lab.lab.widget import spec as S
-from tripy_lab.lab.widget.bounds_model import BoundsModel
 from tripy_lab.pipeline.stages import Lowered
 
 

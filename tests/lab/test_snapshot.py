@@ -12,8 +12,8 @@ import tripy_lab as tp
 import tripy_lab.lab
 from tripy_lab import pipeline
 from tripy_lab.core.errors import TripyException
+from tripy_lab.lab import html as H
 from tripy_lab.lab.cli import reports
-from tripy_lab.lab.views import html as H
 from tripy_lab.lab.views import snapshot, tabs
 from tripy_lab.lab.widget import magic
 
@@ -110,7 +110,7 @@ def test_live_panes_and_snapshot_render_the_same_views(ip, published):
 
 
 def test_crosswalk_output_has_a_static_fallback(ip, published):
-    from tripy_lab.lab.crosswalk.schema import MIME_TYPE
+    from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE
 
     ip.run_cell(CELL)
     ui = magic.last

@@ -3,7 +3,7 @@
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.lab.widget import spec as S
+from tripy_lab.lab import spec as S
 
 
 def test_compact_dynamic_spec_is_the_seed_input_info():

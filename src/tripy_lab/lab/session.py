@@ -16,9 +16,9 @@ from typing import Any
 
 from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import SourceLocation
-from tripy_lab.lab.widget import errors
-from tripy_lab.lab.widget import spec as S
-from tripy_lab.lab.widget.bounds_model import BoundsModel
+from tripy_lab.lab import errors
+from tripy_lab.lab import spec as S
+from tripy_lab.lab.bounds_model import BoundsModel
 
 FAST_TABS = ("trace", "mlir")
 SLOW_TABS = ("engine", "run")

@@ -155,9 +155,10 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
             out=None) -> int:
     """Compile ``FILE.py:FUNC`` with the specs and print each stage, as ``%%tpcompile --no-widgets`` does."""
     from tripy_lab import pipeline
+    from tripy_lab.lab import errors
+    from tripy_lab.lab import spec as S
     from tripy_lab.lab.views import draw as views
-    from tripy_lab.lab.widget import errors, magic
-    from tripy_lab.lab.widget import spec as S
+    from tripy_lab.lab.widget import magic
 
     out = out or sys.stdout
     func, namespace = load_target(target)

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from tripy_lab.core.errors import TripyException
+from tripy_lab.lab.html import esc, sanitize, stylesheet
 from tripy_lab.lab.views import snapshot, tabs
-from tripy_lab.lab.views.html import esc, sanitize, stylesheet
 
 # A report is a file, not a notebook: keep far more of each pane than a snapshot does.
 REPORT = tabs.Limits(svg_chars=5_000_000, text_chars=200_000, mlir_lines=20_000, table_rows=5_000, log_events=200,
@@ -24,7 +24,7 @@ pre.tripy-source{background:#f9fafb;border:1px solid #e5e7eb;padding:6px;font-si
 
 
 def _table_style() -> str:
-    from tripy_lab.lab.views.tables import TABLE_CSS
+    from tripy_lab.lab.tables import TABLE_CSS
 
     return stylesheet(TABLE_CSS, "body")
 

@@ -78,7 +78,7 @@ class AccuracyReport:
         """One row per compared MLIR op result (a LabFrame: full precision, displayed with units)."""
         import pandas as pd
 
-        from tripy_lab.lab.views.tables import LabFrame
+        from tripy_lab.lab.tables import LabFrame
 
         first = self.first_divergent
         rows = [{"op": e.index, "mlir": e.op, "line": e.mlir_line, "dtype": e.dtype,
@@ -148,7 +148,7 @@ class AccuracyReport:
     __str__ = summary
 
     def _repr_html_(self) -> str:
-        from tripy_lab.lab.views.html import esc
+        from tripy_lab.lab.html import esc
 
         return f"<p>{esc(self.summary())}</p>" + self.table()._repr_html_()
 

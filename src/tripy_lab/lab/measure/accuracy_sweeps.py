@@ -43,7 +43,7 @@ class SweepReport:
         """One row per variant: how many ops go outside tolerance, the first divergent op and its line."""
         import pandas as pd
 
-        from tripy_lab.lab.views.tables import LabFrame
+        from tripy_lab.lab.tables import LabFrame
 
         rows = []
         for name, r in self.reports.items():

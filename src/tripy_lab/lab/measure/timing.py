@@ -263,7 +263,7 @@ def benchmark(
       ``throughput_per_s`` = 1000 / ``back_to_back_ms``.
     * ``error``: why a row failed to run (its numbers are NaN).
     """
-    from tripy_lab.lab.views.tables import LabFrame  # a DataFrame shown with the lab's table style
+    from tripy_lab.lab.tables import LabFrame  # a DataFrame shown with the lab's table style
 
     points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)
     return LabFrame(_rows(exe, points, warmup, iters, label, max_seconds, profile_calls), columns=COLUMNS)
@@ -287,7 +287,7 @@ def compare(*items, shapes: Any = "opt", warmup: int = 10, iters: int = 100, max
     ``{"func": f, "args": [...], "engine": "xla", "optimization_level": 3, "label": "..."}``
     that is compiled here (so engines, optimization levels or bounds can be compared).
     """
-    from tripy_lab.lab.views.tables import LabFrame
+    from tripy_lab.lab.tables import LabFrame
 
     rows = []
     points = [shapes] if isinstance(shapes, (str, dict)) else list(shapes)

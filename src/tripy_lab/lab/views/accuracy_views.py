@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from tripy_lab.core import dtypes
-from tripy_lab.lab.views.html import esc
+from tripy_lab.lab.html import esc
 
 
 def precision_of(op) -> str:

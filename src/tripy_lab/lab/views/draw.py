@@ -12,7 +12,7 @@ from pygments.lexer import RegexLexer, bygroups
 from pygments.style import Style
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
 
-from tripy_lab.lab.views.html import esc
+from tripy_lab.lab.html import esc
 
 STALE_STYLE = "opacity:0.45;filter:grayscale(1)"
 
@@ -215,7 +215,7 @@ def _shape(s) -> str:
 
 def layers_frame(layers):
     """The engine's layer table: one row per LayerRecord (a LabFrame: shown in the lab's table style)."""
-    from tripy_lab.lab.views.tables import LabFrame
+    from tripy_lab.lab.tables import LabFrame
 
     rows = [
         {
@@ -250,7 +250,7 @@ def frame_html(df) -> str:
     The Styler's own ``<style>`` and positional classes (``data row3 col1``) are dropped: sanitize would strip
     the first anyway (the lab's stylesheet carries ``tables.TABLE_CSS``), and both cost ~40% of a 100-row table.
     """
-    from tripy_lab.lab.views import tables  # pandas loads with the first table
+    from tripy_lab.lab import tables  # pandas loads with the first table
 
     markup = _STYLER_STYLE.sub("", tables.frame_html(df))
     return _BETWEEN_TAGS.sub("><", _STYLER_CLASS.sub(_own_classes, markup)).replace(" >", ">")

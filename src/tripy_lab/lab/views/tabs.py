@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tripy_lab.lab.crosswalk import links as crosswalk
+from tripy_lab.lab.html import esc
+from tripy_lab.lab.views import crosswalk
 from tripy_lab.lab.views import draw as views
-from tripy_lab.lab.views.html import esc
 
 MAX_GRAPH_OPS = 600  # above this, the Trace tab shows the listing only (the Crosswalk tab still draws)
 

@@ -13,8 +13,8 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from tripy_lab.core import source
 from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import SourceLocation
-from tripy_lab.lab.widget import errors
-from tripy_lab.lab.widget import spec as S
+from tripy_lab.lab import errors
+from tripy_lab.lab import spec as S
 
 TPCOMPILE_DOC = """Compile the function (or tp.Module instance) this cell defines into an Executable.
 
@@ -253,9 +253,9 @@ class TripyMagics(Magics):
     def _compile_widget(
         self, func, fname: str, exe_name: str, params, values: dict, missing: list, parsed: S.MagicLine
     ):
+        from tripy_lab.lab.bounds_model import BoundsModel
         from tripy_lab.lab.session import Session
         from tripy_lab.lab.widget.bounds_editor import BoundsEditor
-        from tripy_lab.lab.widget.bounds_model import BoundsModel
         from tripy_lab.lab.widget.ui import LabWidget
 
         names = [p.name for p in params if p.name in values or p.name in missing]

@@ -6,13 +6,12 @@ import time
 
 import ipywidgets as W
 
-from tripy_lab.lab.crosswalk import links as crosswalk
+from tripy_lab.lab.html import esc, sanitize, stylesheet
 from tripy_lab.lab.measure import timing
 from tripy_lab.lab.session import Session
+from tripy_lab.lab.tables import TABLE_CSS
+from tripy_lab.lab.views import crosswalk, snapshot, tabs
 from tripy_lab.lab.views import draw as views
-from tripy_lab.lab.views import snapshot, tabs
-from tripy_lab.lab.views.html import esc, sanitize, stylesheet
-from tripy_lab.lab.views.tables import TABLE_CSS
 from tripy_lab.lab.widget.bounds_editor import BoundsEditor
 from tripy_lab.lab.widget.compare_pane import ComparePane
 from tripy_lab.lab.widget.mlir_editor import MlirEditor
@@ -374,7 +373,7 @@ def parse_custom_shapes(text: str) -> dict:
 
 def session_of(exe, name: str = "exe") -> Session:
     """A Session over an Executable's stages (``exe.stages``): nothing re-traced, the engine rebuildable."""
-    from tripy_lab.lab.widget.bounds_model import BoundsModel
+    from tripy_lab.lab.bounds_model import BoundsModel
 
     model = BoundsModel.from_values(list(exe.input_infos), dict(exe.input_infos))
     st = exe.stages

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
-from tripy_lab.lab.widget import spec as S
+from tripy_lab.lab import spec as S
 
 KINDS = ("tensor", "dim", "const")
 

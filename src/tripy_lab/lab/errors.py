@@ -126,7 +126,7 @@ def brief(exc: BaseException) -> str:
     if hidden:
         lines += [
             "",
-            f"({hidden} frames of tripy-lab, IPython and jax hidden; tripy_lab.lab.widget.errors.full_traceback() "
+            f"({hidden} frames of tripy-lab, IPython and jax hidden; tripy_lab.lab.errors.full_traceback() "
             "shows them, or set tp.config.show_internal_frames = True)",
         ]
     return "\n".join(lines)

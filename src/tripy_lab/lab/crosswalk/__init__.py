@@ -1,1 +1,0 @@
-"""Links between the stages (trace op <-> MLIR lines <-> engine layers) and the JSON schema the renderer reads."""
