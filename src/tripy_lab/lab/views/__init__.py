@@ -1,1 +1,1 @@
-"""The view models and their renderers, live and static: stage tabs, SVG/HTML drawing, tables, snapshot, diffs."""
+"""The view models and their renderers, live and static: stage tabs, HTML/SVG drawing, snapshot, diffs, crosswalk."""
