@@ -18,7 +18,7 @@ def test_import_linter_contracts_hold():
 def test_import_tripy_lab_is_light():
     code = ("import sys, tripy_lab\n"
             "heavy = [m for m in ('jax', 'jaxlib', 'IPython', 'ipywidgets', 'pandas', 'graphviz', 'tensorrt', "
-            "'onnx', 'onnxruntime') "
+            "'onnx', 'onnxruntime', 'dask', 'distributed', 'cloudpickle') "
             "if m in sys.modules]\n"
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -47,8 +47,8 @@ def test_tpcompile_cell_in_the_browser(lab):
     expect(view).to_have_count(1, timeout=TIMEOUT)
 
     # The tabs render, the Trace tab (selected first) holds graphviz's SVG.
-    expect(view.locator(".widget-tab .lm-TabBar-tab")).to_have_count(8)
-    for name in ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare"):
+    expect(view.locator(".widget-tab .lm-TabBar-tab")).to_have_count(9)
+    for name in ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare", "Tune"):
         expect(tab(view, name)).to_have_count(1)
     expect(pane(view, "trace").locator("svg g.node").first).to_be_visible(timeout=TIMEOUT)
     expect(view.locator(".tripy-status-ok")).to_contain_text("add_exe = Executable(a: Tensor)", timeout=TIMEOUT)

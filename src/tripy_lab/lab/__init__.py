@@ -3,8 +3,9 @@ and reports.
 
 ``benchmark``, ``compare`` and ``diff`` work without widgets, ``profile`` gives the time per layer
 (pandas is imported when they run). ``show(exe)`` displays the ``%%tpcompile`` view of an Executable;
-``report(exe, path)`` and ``report_notebook(ipynb, path)`` write stand-alone HTML files
-(module ``reports``: a submodule named ``report`` would replace the ``report`` function on this package once imported).
+``tune(f, args, space)`` sweeps build configs (here or on Dask); ``report(exe, path)`` and
+``report_notebook(ipynb, path)`` write stand-alone HTML files (modules ``reports`` and ``tuning``: a submodule
+named ``report`` or ``tune`` would replace that function on this package once imported).
 """
 
 from tripy_lab.lab.measure.layer_time import profile
@@ -52,6 +53,16 @@ def report(exe, path, name: str = "exe"):
     return _report(exe, path, name)
 
 
+def tune(func_or_module, args, space, **options):
+    """Build, check against fp32 and time every config of ``space``, here or on a Dask cluster -> ``TuneResult``.
+
+    See ``tripy_lab.lab.tuning.tune`` for the space, the accuracy gate, ``client=`` and ``wait=``.
+    """
+    from tripy_lab.lab.tuning import tune as _tune
+
+    return _tune(func_or_module, args, space, **options)
+
+
 def report_notebook(ipynb_path, out_path):
     """Write every stage of every compile stored in a saved notebook to one self-contained HTML file."""
     from tripy_lab.lab.cli.reports import report_notebook as _report_notebook
@@ -59,4 +70,5 @@ def report_notebook(ipynb_path, out_path):
     return _report_notebook(ipynb_path, out_path)
 
 
-__all__ = ["accuracy", "accuracy_sweep", "benchmark", "compare", "diff", "profile", "report", "report_notebook", "show"]
+__all__ = ["accuracy", "accuracy_sweep", "benchmark", "compare", "diff", "profile", "report", "report_notebook",
+           "show", "tune"]

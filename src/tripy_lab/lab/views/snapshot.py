@@ -24,7 +24,8 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 CLASS = "tripy-snapshot"
 MARKER = 'data-tripy-snapshot="1"'  # how report_notebook and the notebook test find snapshots in outputs
 PANES = (("trace", "Trace"), ("mlir", "MLIR"), ("engine", "Engine & layers"), ("run", "Run & time"),
-         ("log", "Log"), ("error", "Error"))
+         ("log", "Log"), ("error", "Error"), ("tune", "Tune"))
+OPTIONAL = ("tune",)  # shown only when there is something (a cell that never tuned has no Tune section)
 # Seconds without lab activity (edits, builds, tab switches, runs) before the output is re-sent: JupyterLab
 # re-creates the whole widget view on each update (focus and an ongoing drag are lost), so it must not
 # happen while the user is working with it.
@@ -40,7 +41,7 @@ def _opened(key: str, view) -> bool:
         return getattr(view, "kind", "note") != "note"
     if key == "error":
         return getattr(view, "info", None) is not None
-    return False
+    return key == "tune"
 
 
 def snapshot_html(title: str, panes: dict, status: tuple[str, str] | None = None,
@@ -56,6 +57,8 @@ def snapshot_html(title: str, panes: dict, status: tuple[str, str] | None = None
         if keys is not None and key not in keys:
             continue
         view = panes.get(key)
+        if view is None and key in OPTIONAL:
+            continue
         body = view.html(limits) if view is not None else "<i>not available (this stage has not run)</i>"
         opened = " open" if _opened(key, view) else ""
         parts.append(

@@ -9,15 +9,17 @@ import ipywidgets as W
 from tripy_lab.lab.html import esc, sanitize, stylesheet
 from tripy_lab.lab.measure import timing
 from tripy_lab.lab.session import Session
+from tripy_lab.lab.shape_text import parse_custom_shapes
 from tripy_lab.lab.tables import TABLE_CSS
+from tripy_lab.lab.tune_pane import TunePane
 from tripy_lab.lab.views import crosswalk, snapshot, tabs
 from tripy_lab.lab.views import draw as views
 from tripy_lab.lab.widget.bounds_editor import BoundsEditor
 from tripy_lab.lab.widget.compare_pane import ComparePane
 from tripy_lab.lab.widget.mlir_editor import MlirEditor
 
-TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare")
-_KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare")
+TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare", "Tune")
+_KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare", "tune")
 # "default": tp.config.engine, else the best installed
 ENGINES = ["default", "reference", "xla", "onnxruntime", "tensorrt"]
 CSS = """<style>
@@ -58,17 +60,18 @@ class LabWidget:
         self.auto_ms = W.FloatText(value=session.auto_build_seconds * 1e3, description="auto-build < ms",
                                    style={"description_width": "initial"}, layout=W.Layout(width="190px"))
         self.auto_ms.observe(self._on_auto, "value")
-        self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run", "compare")}
+        self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run", "compare", "tune")}
         self.crosswalk = W.Output()
         self.run_box = self._run_controls()
         # The MLIR tab switches between the highlighted text and an editor; Compare holds the diff view.
         self.mlir_editor = MlirEditor(session, on_toggle=self._on_edit_toggle)
         self.compare = ComparePane(session)
+        self.tune = TunePane(session, on_change=self._changed)  # a finished sweep goes into the snapshot
         self.generic.layout.width = "auto"  # the Edit toggle sits next to it
         mlir_box = W.VBox([W.HBox([self.generic, self.mlir_editor.toggle]), self.panes["mlir"],
                            self.mlir_editor.widget])
         children = [self.panes["trace"], mlir_box, self.panes["engine"], self.run_box, self.panes["log"],
-                    self.panes["error"], self.crosswalk, self.compare.widget]
+                    self.panes["error"], self.crosswalk, self.compare.widget, self.tune.widget]
         self.tabs = W.Tab(children=children, titles=TAB_NAMES)
         self.tabs.observe(self._on_tab, "selected_index")
         for key, child in zip(_KEYS, children):
@@ -93,6 +96,8 @@ class LabWidget:
         """The view model of ``key`` for the current stages (built once per change), or None."""
         if key in self.views:
             return self.views[key]
+        if key == "tune":
+            return self.tune.view()
         s = self.session
         view = None
         if key == "trace" and s.error_stage == "trace":
@@ -353,22 +358,6 @@ class LabWidget:
             mlir.accuracy = report
             self._render("mlir")
         return tabs.RunView("accuracy", report=report)
-
-
-def parse_custom_shapes(text: str) -> dict:
-    """``a=2x4 s=3`` -> {"a": (2, 4), "s": 3}; ``a=scalar`` for rank 0."""
-    out: dict = {}
-    for part in text.split():
-        name, eq, value = part.partition("=")
-        if not eq:
-            raise ValueError(f"cannot read {part!r}: expected NAME=2x4 or NAME=3")
-        if value == "scalar":
-            out[name] = ()
-        elif "x" in value:
-            out[name] = tuple(int(v) for v in value.split("x"))
-        else:
-            out[name] = int(value)
-    return out
 
 
 def session_of(exe, name: str = "exe") -> Session:
