@@ -49,7 +49,7 @@ def run(which: str, layers: int, seq: int, engine: str) -> dict:
     exe, idx = _model(layers, seq, engine)
     out = {"build_run_s": time.perf_counter() - start, "peak_model_mb": _peak_mb()}
     if which == "accuracy":
-        from tripy_lab.lab.accuracy_report import accuracy
+        from tripy_lab.lab.measure.accuracy_report import accuracy
 
         start = time.perf_counter()
         report = accuracy(exe, idx)

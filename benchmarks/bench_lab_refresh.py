@@ -19,10 +19,10 @@ os.environ.setdefault("TRIPY_LAB_ENGINE", "reference")
 
 import tripy_lab as tp  # noqa: E402
 from tripy_lab.lab import spec as S  # noqa: E402
-from tripy_lab.lab.bounds_editor import BoundsEditor  # noqa: E402
 from tripy_lab.lab.bounds_model import BoundsModel  # noqa: E402
 from tripy_lab.lab.session import Session, settings  # noqa: E402
-from tripy_lab.lab.ui import LabWidget  # noqa: E402
+from tripy_lab.lab.widget.bounds_editor import BoundsEditor  # noqa: E402
+from tripy_lab.lab.widget.ui import LabWidget  # noqa: E402
 
 
 def make_func(n_ops: int):

@@ -64,8 +64,8 @@ def sweep(model, args, sp, workers: int, timing: dict, gpu: bool = False, refere
 
 def alone(model, args, result, timing: dict, reference: str) -> list[dict]:
     """Each config built and timed in this process, alone (``--gpu``)."""
-    from tripy_lab.lab import timing as lab_timing
     from tripy_lab.lab import tune_task
+    from tripy_lab.lab.measure import timing as lab_timing
 
     func, fargs = model, args
     ref = tune_task.reference(func, fargs, engine=reference)

@@ -3,7 +3,7 @@
  *
  * A `%%tpcompile` output is one bundle: the ipywidgets view
  * (`application/vnd.jupyter.widget-view+json`), a `text/html` snapshot whose
- * root carries `data-tripy-snapshot="1"` (tripy_lab/lab/snapshot.py), and text.
+ * root carries `data-tripy-snapshot="1"` (tripy_lab/lab/views/snapshot.py), and text.
  * In a trusted notebook the widget renderer outranks text/html, so a notebook
  * reopened without the widget models shows "Loading widget..." or "model not
  * found" instead of the snapshot.  This plugin wraps the widget-view factory of
@@ -28,7 +28,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel } from '@lumino/widgets';
 
 const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
-const MARKER = 'data-tripy-snapshot="1"'; // tripy_lab.lab.snapshot.MARKER
+const MARKER = 'data-tripy-snapshot="1"'; // tripy_lab.lab.views.snapshot.MARKER
 const WRAPPED = Symbol('tripy-widget-fallback');
 
 /** The part of JupyterLab's IRenderMimeRegistry this module uses. */

@@ -52,6 +52,6 @@ def __getattr__(name: str):
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext tripy_lab``: registers ``%%tpcompile`` (the lab layer is imported only now)."""
-    from tripy_lab.lab.magic import load_ipython_extension as _load
+    from tripy_lab.lab.widget.magic import load_ipython_extension as _load
 
     _load(ipython)

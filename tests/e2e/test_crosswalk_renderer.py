@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from playwright.sync_api import expect
 
-from tripy_lab.lab.crosswalk_schema import MIME_TYPE, validate_bundle
+from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE, validate_bundle
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ CELLS = [
     "%load_ext tripy_lab\nimport tripy_lab as tp\ntp.config.engine = 'reference'",
     "%%tpcompile mlp_exe x=f32[1:4:8,64] w=f32[64,64]\ndef mlp(x, w):\n    return tp.relu(x @ w) @ w + x\n",
     # a real model's space is picked with the widgets; here the test sets the engines to the quick one
-    "from tripy_lab.lab import magic\npane = magic.last.tune\npane.engines.value = ('reference',)\n"
+    "from tripy_lab.lab.widget import magic\npane = magic.last.tune\npane.engines.value = ('reference',)\n"
     "pane.levels.value = (0, 3)\npane.dtypes.value = ('float32', 'float16')\npane.opt.value = 'x=2x64; x=8x64'",
 ]
 TIMEOUT = 120_000

@@ -81,7 +81,7 @@ def test_with_modules_reads_the_origins():
 
 def test_engine_tab_shows_the_module_column():
     pytest.importorskip("pandas")
-    from tripy_lab.lab import tabs
+    from tripy_lab.lab.views import tabs
 
     exe = tp.compile(_net(), args=[tp.InputInfo((2, 8), tp.float32)], engine="reference")
     view = tabs.EngineView.of(exe.stages["built"])

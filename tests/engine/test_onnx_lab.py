@@ -6,9 +6,10 @@ import pytest
 pytest.importorskip("onnxruntime")
 
 from tripy_lab.lab import spec as S  # noqa: E402
-from tripy_lab.lab import tabs, ui  # noqa: E402
 from tripy_lab.lab.bounds_model import BoundsModel  # noqa: E402
 from tripy_lab.lab.session import Session  # noqa: E402
+from tripy_lab.lab.views import tabs  # noqa: E402
+from tripy_lab.lab.widget import ui  # noqa: E402
 
 
 def add(a, b):

@@ -7,7 +7,9 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab.engine.onnx.profile import median_node_s, trace_runs
-from tripy_lab.lab import benchmark, layer_time, profile, tabs, timing
+from tripy_lab.lab import benchmark, profile
+from tripy_lab.lab.measure import layer_time, timing
+from tripy_lab.lab.views import tabs
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("pandas")

@@ -10,8 +10,8 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab.core.errors import TripyException
-from tripy_lab.lab.accuracy_report import accuracy, compare
-from tripy_lab.lab.accuracy_sweeps import accuracy_sweep
+from tripy_lab.lab.measure.accuracy_report import accuracy, compare
+from tripy_lab.lab.measure.accuracy_sweeps import accuracy_sweep
 from tripy_lab.pipeline import Lowered, mark, trace
 from tripy_lab.pipeline.variants import variant
 
@@ -195,8 +195,8 @@ def test_bad_arguments_raise_naming_the_parameter():
 
 def test_lab_functions_stay_functions_after_their_modules_load():
     import tripy_lab.lab as lab
-    import tripy_lab.lab.accuracy_report  # noqa: F401
-    import tripy_lab.lab.accuracy_sweeps  # noqa: F401
+    import tripy_lab.lab.measure.accuracy_report  # noqa: F401
+    import tripy_lab.lab.measure.accuracy_sweeps  # noqa: F401
 
     assert callable(lab.accuracy) and callable(lab.accuracy_sweep)
     exe = _build(scaled_sum, [tp.InputInfo((3, 4), tp.float32)], "reference")

@@ -7,9 +7,10 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab.lab import html as H
-from tripy_lab.lab import magic, tabs
-from tripy_lab.lab.accuracy_report import accuracy
-from tripy_lab.lab.accuracy_views import precision_of, with_precision
+from tripy_lab.lab.measure.accuracy_report import accuracy
+from tripy_lab.lab.views import tabs
+from tripy_lab.lab.views.accuracy_views import precision_of, with_precision
+from tripy_lab.lab.widget import magic
 from tripy_lab.pipeline import trace
 
 IPython = pytest.importorskip("IPython")
@@ -61,7 +62,7 @@ def test_run_view_accuracy_table_goes_into_the_snapshot():
     view = tabs.RunView("accuracy", report=accuracy(exe, x))
     page = H.sanitize(view.html(tabs.SNAPSHOT))
     assert "first divergent" in page and "unary &lt;kEXP&gt;" in page and "<table" in page
-    assert "max rel" in page and "test_accuracy_lab.py:19" in page
+    assert "max rel" in page and "test_accuracy_lab.py:20" in page
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@
 import pytest
 
 from tripy_lab.lab import spec as S
-from tripy_lab.lab.bounds_editor import BoundsEditor, parse_bounds_text
 from tripy_lab.lab.bounds_model import BoundsModel
+from tripy_lab.lab.widget.bounds_editor import BoundsEditor, parse_bounds_text
 
 pytest.importorskip("ipywidgets")
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.lab import magic
+from tripy_lab.lab.widget import magic
 
 IPython = pytest.importorskip("IPython")
 

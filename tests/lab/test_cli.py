@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tripy_lab.lab import cli, doctor
+from tripy_lab.lab.cli import doctor
+from tripy_lab.lab.cli import main as cli
 
-SRC = str(Path(cli.__file__).resolve().parents[2])
+SRC = str(Path(cli.__file__).resolve().parents[3])
 
 
 def test_print_command_opens_the_quickstart_and_passes_options_through(tmp_path, capsys):
@@ -105,7 +106,7 @@ def test_signals_stop_the_child_and_the_exit_code_is_the_childs(tmp_path, sig):
     marker = tmp_path / "marker"
     script = tmp_path / "child.py"
     script.write_text(CHILD)
-    wrapper = [sys.executable, "-c", "import sys; from tripy_lab.lab.cli import run_child; "
+    wrapper = [sys.executable, "-c", "import sys; from tripy_lab.lab.cli.main import run_child; "
                f"raise SystemExit(run_child([sys.executable, {str(script)!r}, {str(marker)!r}]))"]
     env = {**os.environ, "PYTHONPATH": SRC}
     proc = subprocess.Popen(wrapper, env=env)

@@ -4,8 +4,8 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab import pipeline
-from tripy_lab.lab import crosswalk
-from tripy_lab.lab.crosswalk_schema import MIME_TYPE, validate_bundle
+from tripy_lab.lab.views import crosswalk
+from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE, validate_bundle
 
 
 def f(a, s):
@@ -70,7 +70,7 @@ def test_bundle_is_valid_and_linked(stages):
 def test_bundle_with_error_and_svg(stages):
     traced, lowered, _ = stages
     op = traced.trace.ops[1].name
-    svg, dot, _ = __import__("tripy_lab.lab.tabs", fromlist=["x"]).trace_graph(traced, op)
+    svg, dot, _ = __import__("tripy_lab.lab.views.tabs", fromlist=["x"]).trace_graph(traced, op)
     error = {"message": "boom", "op": op}
     bundle = crosswalk.build_bundle(traced, lowered, None, error=error, svg=svg, dot=dot)
     assert validate_bundle(bundle) == []

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tripy_lab.lab.crosswalk_schema import MIME_TYPE, validate_bundle
+from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE, validate_bundle
 
 DOT = """digraph trace {
   "t5" [id="op-%t5", label="%t5 = add(a, b)"];

@@ -7,7 +7,7 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab import lab
-from tripy_lab.lab import compile_diff
+from tripy_lab.lab.views import compile_diff
 
 
 def f(a):

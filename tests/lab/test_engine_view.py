@@ -5,7 +5,7 @@ import os
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.lab import tabs
+from tripy_lab.lab.views import tabs
 
 pytest.importorskip("pandas")
 

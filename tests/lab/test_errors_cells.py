@@ -7,7 +7,7 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab.core import config
-from tripy_lab.lab import magic
+from tripy_lab.lab.widget import magic
 
 IPython = pytest.importorskip("IPython")
 
@@ -127,7 +127,7 @@ def test_widget_error_for_a_python_error_names_the_line(ip):
 
 
 def test_fixing_the_error_returns_to_the_tab_shown_before(ip):
-    from tripy_lab.lab.ui import _KEYS
+    from tripy_lab.lab.widget.ui import _KEYS
 
     run(ip, "%%tpcompile h a=f32[2,3]\ndef h(a):\n    return a @ a\n")
     ui = magic.last

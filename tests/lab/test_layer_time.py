@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.lab import benchmark, layer_time, profile, tabs, timing
+from tripy_lab.lab import benchmark, profile
+from tripy_lab.lab.measure import layer_time, timing
+from tripy_lab.lab.views import tabs
 
 pytest.importorskip("jax")
 pytest.importorskip("pandas")

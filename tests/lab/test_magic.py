@@ -6,7 +6,7 @@ import re
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.lab import magic
+from tripy_lab.lab.widget import magic
 
 IPython = pytest.importorskip("IPython")
 
@@ -145,7 +145,7 @@ def test_widgets_mode_tabs_render_on_demand(ip):
     assert "reference" in ui.panes["engine"].value
     ui.tabs.selected_index = 6
     data = ui.crosswalk.outputs[0]["data"]
-    from tripy_lab.lab.crosswalk_schema import MIME_TYPE, validate_bundle
+    from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE, validate_bundle
 
     assert validate_bundle(data[MIME_TYPE]) == []
     ui.generic.value = True

@@ -19,10 +19,10 @@ def red(a):
 def ui():
     """The widget %%tpcompile red_exe a=f32[1:2:3,4] --engine reference shows (no kernel needed)."""
     from tripy_lab.lab import spec as S
-    from tripy_lab.lab.bounds_editor import BoundsEditor
     from tripy_lab.lab.bounds_model import BoundsModel
     from tripy_lab.lab.session import Session
-    from tripy_lab.lab.ui import LabWidget
+    from tripy_lab.lab.widget.bounds_editor import BoundsEditor
+    from tripy_lab.lab.widget.ui import LabWidget
 
     parsed = S.parse_line("red_exe a=f32[1:2:3,4]")
     model = BoundsModel.from_values(["a"], {n: p.spec for n, p in parsed.params.items()})

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tripy_lab.lab import cli, snapshot
+from tripy_lab.lab.cli import main as cli
+from tripy_lab.lab.views import snapshot
 
 pytest.importorskip("nbformat")
 

@@ -115,8 +115,8 @@ def test_an_interrupt_cancels_a_background_build(gate):
 
 def test_interrupted_first_build_leaves_build_enabled_with_a_message(gate):
     pytest.importorskip("ipywidgets")
-    from tripy_lab.lab.bounds_editor import BoundsEditor
-    from tripy_lab.lab.ui import LabWidget
+    from tripy_lab.lab.widget.bounds_editor import BoundsEditor
+    from tripy_lab.lab.widget.ui import LabWidget
 
     s, ns = session()
     ui = LabWidget(s, BoundsEditor(s.model, on_change=s.schedule))

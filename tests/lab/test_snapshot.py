@@ -13,7 +13,9 @@ import tripy_lab.lab
 from tripy_lab import pipeline
 from tripy_lab.core.errors import TripyException
 from tripy_lab.lab import html as H
-from tripy_lab.lab import magic, reports, snapshot, tabs
+from tripy_lab.lab.cli import reports
+from tripy_lab.lab.views import snapshot, tabs
+from tripy_lab.lab.widget import magic
 
 IPython = pytest.importorskip("IPython")
 
@@ -108,7 +110,7 @@ def test_live_panes_and_snapshot_render_the_same_views(ip, published):
 
 
 def test_crosswalk_output_has_a_static_fallback(ip, published):
-    from tripy_lab.lab.crosswalk_schema import MIME_TYPE
+    from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE
 
     ip.run_cell(CELL)
     ui = magic.last

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tripy_lab.lab import reports, snapshot
+from tripy_lab.lab.cli import reports
+from tripy_lab.lab.views import snapshot
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 

@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.lab import tables, timing, views
+from tripy_lab.lab import tables
+from tripy_lab.lab.measure import timing
+from tripy_lab.lab.views import draw as views
 
 
 def cells(markup: str) -> list[str]:

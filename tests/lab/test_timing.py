@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.lab import benchmark, compare, timing
+from tripy_lab.lab import benchmark, compare
+from tripy_lab.lab.measure import timing
 
 
 def add(a, b):

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from tripy_lab.lab import magic, snapshot
+from tripy_lab.lab.views import snapshot
+from tripy_lab.lab.widget import magic
 
 IPython = pytest.importorskip("IPython")
 

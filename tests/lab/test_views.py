@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tripy_lab.lab import views
+from tripy_lab.lab.views import draw as views
 
 
 def text_of(markup: str) -> str:

@@ -18,7 +18,7 @@ def lowered():
 
 
 def text_of(lowered):
-    from tripy_lab.lab.mlir_editor import editable_text
+    from tripy_lab.lab.widget.mlir_editor import editable_text
 
     return editable_text(lowered)
 

@@ -3,7 +3,7 @@ snapshot (and report) -> crosswalk bundle, each drawn in Chromium, with a dialog
 sentinel; the page's styles must not move.
 
 Every payload, if it ever ran, sets ``window.__pwned`` and opens a dialog. The names go through the real
-pipeline (trace, lowering, reference build) and the lab's own renderers (``lab.tabs``, ``lab.crosswalk``).
+pipeline (trace, lowering, reference build) and the lab's own renderers (``lab.views.tabs``, ``lab.views.crosswalk``).
 Batched: many names per page, few pages.
 """
 
@@ -18,9 +18,10 @@ from playwright.sync_api import expect
 
 import tripy_lab as tp
 from tripy_lab import pipeline
-from tripy_lab.lab import crosswalk, reports, snapshot, tabs
-from tripy_lab.lab.crosswalk_schema import MIME_TYPE, validate_bundle
+from tripy_lab.lab.cli import reports
 from tripy_lab.lab.html import sanitize
+from tripy_lab.lab.views import crosswalk, snapshot, tabs
+from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE, validate_bundle
 
 pytestmark = pytest.mark.e2e
 

@@ -8,16 +8,16 @@ and reports.
 named ``report`` or ``tune`` would replace that function on this package once imported).
 """
 
-from tripy_lab.lab.layer_time import profile
-from tripy_lab.lab.timing import benchmark, compare
+from tripy_lab.lab.measure.layer_time import profile
+from tripy_lab.lab.measure.timing import benchmark, compare
 
 
 def diff(exe_a, exe_b, labels=None, **options):
     """Compare two compiles stage by stage -> ``CompileDiff`` (shown as HTML in a notebook).
 
-    See ``tripy_lab.lab.compile_diff.diff`` for the options (outputs, time, shapes, warmup, iters).
+    See ``tripy_lab.lab.views.compile_diff.diff`` for the options (outputs, time, shapes, warmup, iters).
     """
-    from tripy_lab.lab.compile_diff import diff as compile_diff
+    from tripy_lab.lab.views.compile_diff import diff as compile_diff
 
     return compile_diff(exe_a, exe_b, labels, **options)
 
@@ -25,8 +25,8 @@ def diff(exe_a, exe_b, labels=None, **options):
 def accuracy(exe, *args, against="reference", rtol=None, atol=None, max_bytes=None):
     """Per-op accuracy of ``exe`` on ``args`` against the float64 reference (or an engine, or another
     Executable) -> ``AccuracyReport`` (``first_divergent``, ``table()``, ``subgraph()``); see
-    ``tripy_lab.lab.accuracy_report``."""
-    from tripy_lab.lab.accuracy_report import accuracy as _accuracy
+    ``tripy_lab.lab.measure.accuracy_report``."""
+    from tripy_lab.lab.measure.accuracy_report import accuracy as _accuracy
 
     return _accuracy(exe, *args, against=against, rtol=rtol, atol=atol, max_bytes=max_bytes)
 
@@ -34,14 +34,14 @@ def accuracy(exe, *args, against="reference", rtol=None, atol=None, max_bytes=No
 def accuracy_sweep(func, args, variants=("float16",), **options):
     """Compile ``func`` at each precision variant ("float16", "bfloat16", "int8", ...) and compare each, op
     by op, with the fp32 program in the float64 reference -> ``SweepReport``."""
-    from tripy_lab.lab.accuracy_sweeps import accuracy_sweep as _sweep
+    from tripy_lab.lab.measure.accuracy_sweeps import accuracy_sweep as _sweep
 
     return _sweep(func, args, variants, **options)
 
 
 def show(exe, name: str = "exe"):
     """Display ``exe`` as the lab widget with its static snapshot (one output); returns the LabWidget."""
-    from tripy_lab.lab.ui import show as _show
+    from tripy_lab.lab.widget.ui import show as _show
 
     return _show(exe, name)
 
@@ -50,7 +50,7 @@ def report(exe, path, name: str = "exe", force: bool = False):
     """Write every stage of ``exe`` to one self-contained HTML file; returns its Path.
 
     An existing file at ``path`` is replaced only if it is an earlier report (or ``force``)."""
-    from tripy_lab.lab.reports import report as _report
+    from tripy_lab.lab.cli.reports import report as _report
 
     return _report(exe, path, name, force=force)
 
@@ -69,7 +69,7 @@ def report_notebook(ipynb_path, out_path, force: bool = False):
     """Write every stage of every compile stored in a saved notebook to one self-contained HTML file.
 
     Never over the notebook; an existing ``out_path`` only if it is an earlier report (or ``force``)."""
-    from tripy_lab.lab.reports import report_notebook as _report_notebook
+    from tripy_lab.lab.cli.reports import report_notebook as _report_notebook
 
     return _report_notebook(ipynb_path, out_path, force=force)
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 
-from tripy_lab.lab import snapshot, tuning, views
+from tripy_lab.lab import tuning
 from tripy_lab.lab.html import sanitize
 from tripy_lab.lab.shape_text import parse_custom_shapes
 from tripy_lab.lab.tune_view import progress_html
+from tripy_lab.lab.views import draw as views
+from tripy_lab.lab.views import snapshot
 
 ENGINES = ("reference", "xla", "onnxruntime", "tensorrt")
 PROMPT = "Open a config's stages…"

@@ -1,5 +1,5 @@
 """One tuning task, the same code in the notebook's process and on a Dask worker: build one config, check its
-outputs against the fp32 reference, time it with the lab's timing (``lab/timing.py``) -> one row (a dict).
+outputs against the fp32 reference, time it with the lab's timing (``lab/measure/timing.py``) -> one row (a dict).
 
 A failed build is a row with its error text, never an exception: a sweep keeps going. Nothing here imports
 Dask at module level; on a worker, ``setup_worker`` gives the process its own private cache folders (two
@@ -22,7 +22,7 @@ from tripy_lab.core import config as tp_config
 from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import Bounds, DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException, raise_error
-from tripy_lab.lab import timing
+from tripy_lab.lab.measure import timing
 
 # One timing at a time per process: two configs timed at once on one device (or on the same CPU cores of
 # one worker) would each read the other's load. Builds run outside the lock.

@@ -10,8 +10,8 @@ import math
 import time
 from dataclasses import dataclass
 
-from tripy_lab.lab import tabs
 from tripy_lab.lab.html import esc, sanitize
+from tripy_lab.lab.views import tabs
 
 COLUMNS = ["config", "engine", "optimization_level", "dtype", "quantize", "opt", "build_s", "compute_ms",
            "latency_ms", "throughput_per_s", "max_abs_err", "max_rel_err", "passed", "worker", "error"]
@@ -32,7 +32,7 @@ def _ok(row: dict | None) -> bool:
 
 
 def table_rows(rows: list[dict | None]) -> list[dict]:
-    from tripy_lab.lab.timing import shape_label
+    from tripy_lab.lab.measure.timing import shape_label
 
     out = []
     for row in rows:
@@ -66,7 +66,7 @@ def pareto_svg(rows: list[dict], best: int | None = None, width: int = 520, heig
            if _ok(r) and math.isfinite(r.get("max_abs_err", float("nan")))]
     if not pts:
         return "<div style='font-size:12px;color:#6b7280'>No config ran: nothing to plot.</div>"
-    from tripy_lab.lab.views import nice_ticks
+    from tripy_lab.lab.views.draw import nice_ticks
 
     left, right, top, bottom = 62, 18, 14, 44
     xt = nice_ticks(max(t for _, t, _, _ in pts))
@@ -225,7 +225,7 @@ class TuneResult:
         return text + (f", {cancelled} cancelled" if cancelled else "")
 
     def html(self, limits: tabs.Limits = tabs.LIVE) -> str:
-        from tripy_lab.lab.views import frame_html
+        from tripy_lab.lab.views.draw import frame_html
 
         df = self.table
         tail = ""
@@ -251,7 +251,7 @@ class TuneResult:
 
 # -- while it runs ----------------------------------------------------------------------------------------
 def progress_html(run) -> str:
-    from tripy_lab.lab.views import frame_html
+    from tripy_lab.lab.views.draw import frame_html
 
     n, done = len(run.rows), run.finished
     pct = 100 * done // max(n, 1)

@@ -99,7 +99,7 @@ def expand(space) -> list[dict]:
 
 def label(config: dict) -> str:
     """``xla -O3 float16 int8-wo opt x=8x64``"""
-    from tripy_lab.lab.timing import shape_label
+    from tripy_lab.lab.measure.timing import shape_label
 
     parts = [config["engine"] or "default", f"-O{config['optimization_level']}"]
     if config["dtype"]:

@@ -255,10 +255,10 @@ class TripyMagics(Magics):
     def _compile_widget(
         self, func, fname: str, exe_name: str, params, values: dict, missing: list, parsed: S.MagicLine
     ):
-        from tripy_lab.lab.bounds_editor import BoundsEditor
         from tripy_lab.lab.bounds_model import BoundsModel
         from tripy_lab.lab.session import Session
-        from tripy_lab.lab.ui import LabWidget
+        from tripy_lab.lab.widget.bounds_editor import BoundsEditor
+        from tripy_lab.lab.widget.ui import LabWidget
 
         names = [p.name for p in params if p.name in values or p.name in missing]
         model = BoundsModel.from_values(names, values)
@@ -282,7 +282,7 @@ class TripyMagics(Magics):
             session.refresh(wait=True)  # the cell's first build: the cell waits, an interrupt cancels it
         finally:  # shown also after an interrupt, saying so (Build ready)
             ui.show()  # one output: the widget and its static snapshot, updated in place from now on
-        # Keep the last one reachable for inspection (tests, notebooks): tripy_lab.lab.magic.last
+        # Keep the last one reachable for inspection (tests, notebooks): tripy_lab.lab.widget.magic.last
         global last
         last = ui
 

@@ -6,8 +6,8 @@ engine and optimization level at the current bounds (built on demand and cached 
 
 from __future__ import annotations
 
-from tripy_lab.lab import compile_diff as diff
-from tripy_lab.lab import views
+from tripy_lab.lab.views import compile_diff as diff
+from tripy_lab.lab.views import draw as views
 
 PROMPT = "Compare with…"
 ENGINES = ("reference", "xla")  # the runnable engines (tensorrt never is, here)

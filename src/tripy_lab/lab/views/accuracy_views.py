@@ -63,7 +63,7 @@ def shade_mlir_html(html: str, by_line: dict[int, float], first_line: int | None
 def line_errors(report, lines: list[str], n_ops: int) -> tuple[dict[int, float], int | None]:
     """({1-based line of ``lines``: max relative error of its op}, the first divergent op's line), for the MLIR
     pane's own printing (profiles inlined: its line numbers are not those of ``as_text()``)."""
-    from tripy_lab.lab.accuracy_report import mlir_lines
+    from tripy_lab.lab.measure.accuracy_report import mlir_lines
 
     at = mlir_lines("\n".join(lines), n_ops)
     out: dict[int, float] = {}
@@ -83,7 +83,7 @@ def legend_html() -> str:
 
 def report_html(report) -> str:
     """The Run & time tab's accuracy result: the summary line and the per-op table."""
-    from tripy_lab.lab import views
+    from tripy_lab.lab.views import draw as views
 
     first = report.first_divergent
     head = (f"<div class='tripy-accuracy-summary' style='font-size:12px;margin:2px 0'>{esc(report.summary())}"
@@ -98,8 +98,8 @@ def report_html(report) -> str:
 def run_accuracy(exe, point="opt", inputs=None):
     """``lab.accuracy`` on random inputs at the profile ``point`` ("min"/"opt"/"max" or {arg: shape}), or the
     user's ``inputs`` (a dict by argument name)."""
-    from tripy_lab.lab import timing
-    from tripy_lab.lab.accuracy_report import accuracy
+    from tripy_lab.lab.measure import timing
+    from tripy_lab.lab.measure.accuracy_report import accuracy
 
     if inputs is None:
         inputs = timing.make_inputs(exe.input_infos, timing.shapes_at(exe.input_infos, point))

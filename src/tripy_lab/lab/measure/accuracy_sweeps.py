@@ -10,12 +10,12 @@ import numpy as np
 
 from tripy_lab.core.bounds import InputInfo
 from tripy_lab.core.errors import raise_error
-from tripy_lab.lab.accuracy_report import AccuracyReport, accuracy
+from tripy_lab.lab.measure.accuracy_report import AccuracyReport, accuracy
 
 
 def random_inputs(exe, seed: int = 0) -> list:
     """Random arrays for ``exe``'s inputs at the profile's opt shapes, in argument order."""
-    from tripy_lab.lab.timing import make_inputs, shapes_at
+    from tripy_lab.lab.measure.timing import make_inputs, shapes_at
 
     values = make_inputs(exe.input_infos, shapes_at(exe.input_infos, "opt"), seed)
     return [values[n] for n in exe._arg_names]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from tripy_lab.lab import views
-from tripy_lab.lab.crosswalk_schema import MIME_TYPE, VERSION
+from tripy_lab.lab.views import draw as views
+from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE, VERSION
 
 _LOC_NAME = re.compile(r'loc\("([^"]+)"')
 _LOC_ALIAS_USE = re.compile(r"loc\((#loc\w*)\)")

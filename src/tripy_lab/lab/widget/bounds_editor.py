@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 import ipywidgets as W
 
-from tripy_lab.lab import views
 from tripy_lab.lab.bounds_model import BoundsModel, DimState
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.spec import SHORT_NAMES
+from tripy_lab.lab.views import draw as views
 
 DTYPE_OPTIONS = [(f"{short} ({name})", name) for name, short in SHORT_NAMES.items()]
 

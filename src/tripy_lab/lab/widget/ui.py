@@ -6,15 +6,17 @@ import time
 
 import ipywidgets as W
 
-from tripy_lab.lab import crosswalk, snapshot, tabs, timing, views
-from tripy_lab.lab.bounds_editor import BoundsEditor
-from tripy_lab.lab.compare_pane import ComparePane
 from tripy_lab.lab.html import esc, sanitize, stylesheet
-from tripy_lab.lab.mlir_editor import MlirEditor
+from tripy_lab.lab.measure import timing
 from tripy_lab.lab.session import Session
 from tripy_lab.lab.shape_text import parse_custom_shapes
 from tripy_lab.lab.tables import TABLE_CSS
 from tripy_lab.lab.tune_pane import TunePane
+from tripy_lab.lab.views import crosswalk, snapshot, tabs
+from tripy_lab.lab.views import draw as views
+from tripy_lab.lab.widget.bounds_editor import BoundsEditor
+from tripy_lab.lab.widget.compare_pane import ComparePane
+from tripy_lab.lab.widget.mlir_editor import MlirEditor
 
 TAB_NAMES = ("Trace", "MLIR", "Engine", "Run & time", "Log", "Error", "Crosswalk", "Compare", "Tune")
 _KEYS = ("trace", "mlir", "engine", "run", "log", "error", "crosswalk", "compare", "tune")
@@ -359,7 +361,7 @@ class LabWidget:
 
     def _accuracy(self, exe) -> tabs.RunView:
         """Per-op accuracy on random inputs at the first chosen shape point; the MLIR pane shades by error."""
-        from tripy_lab.lab.accuracy_views import run_accuracy
+        from tripy_lab.lab.views.accuracy_views import run_accuracy
 
         report = run_accuracy(exe, self._points()[0])
         mlir = self._view("mlir")

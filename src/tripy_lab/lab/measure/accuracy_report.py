@@ -14,7 +14,7 @@ import numpy as np
 
 from tripy_lab.core import dtypes
 from tripy_lab.core.errors import raise_error
-from tripy_lab.lab import accuracy_run as runs
+from tripy_lab.lab.measure import accuracy_run as runs
 from tripy_lab.pipeline import mark
 
 # Default tolerances per compute dtype of the op's result: (rtol, atol).
@@ -127,7 +127,7 @@ class AccuracyReport:
     def subgraph(self, op: OpError | None = None):
         """The smallest program around ``op`` (default: first_divergent): that op alone, its inputs fed as
         constants from the against run, as ``(Executable, reproducer script text)``."""
-        from tripy_lab.lab.accuracy_repro import subgraph
+        from tripy_lab.lab.measure.accuracy_repro import subgraph
 
         target = op or self.first_divergent
         if target is None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tripy_lab.lab import tabs
 from tripy_lab.lab.html import esc, sanitize
+from tripy_lab.lab.views import tabs
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 CLASS = "tripy-snapshot"

@@ -31,10 +31,10 @@ def find_notebooks(start: Path | None = None) -> Path | None:
     for folder in (here, *here.parents):
         if (folder / "notebooks").is_dir():
             return folder / "notebooks"
-    repo = Path(__file__).resolve().parents[3] / "notebooks"  # src/tripy_lab/lab/cli.py -> repo root
+    repo = Path(__file__).resolve().parents[4] / "notebooks"  # src/tripy_lab/lab/cli/main.py -> repo root
     if repo.is_dir():
         return repo
-    packaged = Path(__file__).resolve().parents[1] / "notebooks"  # installed wheel: tripy_lab/notebooks
+    packaged = Path(__file__).resolve().parents[2] / "notebooks"  # installed wheel: tripy_lab/notebooks
     if not packaged.is_dir():
         return None
     copy = Path.home() / "tripy-lab-notebooks"
@@ -131,7 +131,7 @@ def _lab(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def _doctor(args: argparse.Namespace, extra: list[str]) -> int:
-    from tripy_lab.lab import doctor
+    from tripy_lab.lab.cli import doctor
 
     return doctor.main()
 
@@ -158,8 +158,10 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
     (``as_json``: one JSON object instead, see ``explain_json``)."""
     from tripy_lab import pipeline
     from tripy_lab.core.errors import TripyException
-    from tripy_lab.lab import errors, magic, views
+    from tripy_lab.lab import errors
     from tripy_lab.lab import spec as S
+    from tripy_lab.lab.views import draw as views
+    from tripy_lab.lab.widget import magic
 
     out = out or sys.stdout
     func, namespace = load_target(target)
@@ -219,7 +221,8 @@ def _plain(value):
 
 def explain_json(target: str, traced, lowered, built) -> dict:
     """Stages (text and time), the engine's layer table and its report, as plain JSON-able data."""
-    from tripy_lab.lab import tabs, views
+    from tripy_lab.lab.views import draw as views
+    from tripy_lab.lab.views import tabs
 
     report = built.report
     layers = views.layers_frame(built.layers)
@@ -258,7 +261,7 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
 
     out = args.output or str(Path(args.notebook).with_suffix(".html"))
     try:
-        from tripy_lab.lab.reports import check_output
+        from tripy_lab.lab.cli.reports import check_output
 
         # never over the notebook itself (e.g. x.html with no -o), nor over a file that is not our report
         check_output(out, [args.notebook], force=args.force, parameter="-o")

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo
-from tripy_lab.lab import tables, timing, views
+from tripy_lab.lab import tables
 from tripy_lab.lab.html import esc, sanitize, stylesheet  # the lab's one escaping helper, its sanitizer
+from tripy_lab.lab.measure import timing
+from tripy_lab.lab.views import draw as views
 
 CONTEXT = 3  # unchanged lines shown around each change; longer equal runs fold into one row
 COLORS = {"delete": "#fee2e2", "insert": "#dcfce7", "replace": "#fef9c3", "mark_a": "#fca5a5", "mark_b": "#86efac"}

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tripy_lab.core.errors import TripyException
-from tripy_lab.lab import compile_diff as diff
-from tripy_lab.lab import tables, views
+from tripy_lab.lab import tables
 from tripy_lab.lab.html import esc
+from tripy_lab.lab.views import compile_diff as diff
+from tripy_lab.lab.views import draw as views
 
 
 def editable_text(lowered) -> str:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from tripy_lab.core import files
 from tripy_lab.core.errors import TripyException, expected
-from tripy_lab.lab import snapshot, tabs
 from tripy_lab.lab.html import esc, sanitize, stylesheet
+from tripy_lab.lab.views import snapshot, tabs
 
 # A report is a file, not a notebook: keep far more of each pane than a snapshot does.
 REPORT = tabs.Limits(svg_chars=5_000_000, text_chars=200_000, mlir_lines=20_000, table_rows=5_000, log_events=200,

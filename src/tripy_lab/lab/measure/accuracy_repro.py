@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tripy_lab.core import dtypes
-from tripy_lab.lab import accuracy_run as runs
+from tripy_lab.lab.measure import accuracy_run as runs
 from tripy_lab.mlir.program import MlirProgram
 
 

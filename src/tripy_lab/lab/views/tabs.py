@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from tripy_lab.lab import crosswalk, views
 from tripy_lab.lab.html import esc
+from tripy_lab.lab.views import crosswalk
+from tripy_lab.lab.views import draw as views
 
 MAX_GRAPH_OPS = 600  # above this, the Trace tab shows the listing only (the Crosswalk tab still draws)
 
@@ -143,7 +144,7 @@ class MlirView:
     seconds: float | None
     generic: bool = False
     error_op: str | None = None
-    accuracy: object = None  # an AccuracyReport of this program: lines shaded by error (lab/accuracy_views.py)
+    accuracy: object = None  # an AccuracyReport of this program: lines shaded by error (lab/views/accuracy_views.py)
 
     @classmethod
     def of(cls, lowered, generic: bool = False, error_op: str | None = None) -> MlirView:
@@ -165,7 +166,7 @@ class MlirView:
                          f"{' · generic form' if self.generic else ''}")
         body = views.mlir_html("\n".join(t for t, _ in lines), marked)
         if self.accuracy is not None and not self.generic:
-            from tripy_lab.lab import accuracy_views
+            from tripy_lab.lab.views import accuracy_views
 
             body = accuracy_views.legend_html() + accuracy_views.shade_mlir_html(
                 body, *accuracy_views.line_errors(self.accuracy, [t for t, _ in lines], self.n_ops))
@@ -235,13 +236,13 @@ class EngineView:
                 ("profile", profile_text(built)), ("layers", len(built.layers))]
         if r.cache:
             info.append(("cache", cache_line(r.cache)))
-        from tripy_lab.lab.accuracy_views import with_precision
+        from tripy_lab.lab.views.accuracy_views import with_precision
 
         layers = with_precision(views.layers_frame(built.layers), built.layers, built.lowered.program)
         view = cls(r.engine, info, [tilde(n) for n in r.notes], layers, dict(r.extra_stages), export_commands(built))
         prof = getattr(built.compiled, "last_profile", None)
         if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
-            from tripy_lab.lab import layer_time
+            from tripy_lab.lab.measure import layer_time
 
             frame = layer_time.layer_times_frame(prof)
             view.layers = frame
@@ -300,7 +301,7 @@ class RunView:
             items = "".join(f"<li><code>{esc(shape)}</code> → {esc(desc)}</li>" for shape, desc in self.results)
             return f"<ul class='tripy-run-result'>{items}</ul>"
         if self.kind == "accuracy":
-            from tripy_lab.lab.accuracy_views import report_html
+            from tripy_lab.lab.views.accuracy_views import report_html
 
             return report_html(self.report)
         df = self.frame

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from tripy_lab.lab import timing
 from tripy_lab.lab.html import esc
+from tripy_lab.lab.measure import timing
 
 COLUMNS = ["layer", "kind", "module", "time_ms", "share", "source_ops", "source_lines", "kernel", "mlir_ops"]
 

@@ -1,0 +1,1 @@
+"""The ``tripy-lab`` command (``main``), ``doctor`` and the stand-alone HTML reports."""

@@ -1,0 +1,1 @@
+"""What runs and measures a build: timing, per-layer time, per-op accuracy."""
