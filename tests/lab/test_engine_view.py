@@ -32,3 +32,18 @@ def test_tilde_leaves_other_paths_alone(monkeypatch):
     assert tabs.tilde("/home/u/.cache/x") == "~/.cache/x"
     assert tabs.tilde("/home/user2/.cache/x") == "/home/user2/.cache/x"
     assert tabs.tilde("/tmp/a") == "/tmp/a" and os.sep == "/"
+
+
+def test_the_engine_tab_lists_the_compiled_shapes_and_a_warm_up_adds_to_them(tmp_path, monkeypatch):
+    pytest.importorskip("jax")
+    monkeypatch.setattr(tp.config, "compilation_cache_dir", str(tmp_path / "xla"))
+    exe = tp.compile(lambda a: a * 2.0, args=[tp.InputInfo(((1, 2, 8), 3), tp.float32)], engine="xla")
+
+    def compiled():
+        rows = dict(tabs.EngineView.of(exe.stages["built"]).info)
+        return rows["compiled shapes"].split("; ")
+
+    before = compiled()
+    assert "a=2x3" in before and "a=5x3" not in before
+    exe.warm([{"a": (5, 3)}], background=False)
+    assert compiled() == [*before, "a=5x3"]

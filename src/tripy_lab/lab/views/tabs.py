@@ -236,6 +236,9 @@ class EngineView:
                 ("profile", profile_text(built)), ("layers", len(built.layers))]
         if r.cache:
             info.append(("cache", cache_line(r.cache)))
+        built_shapes = r.cache.get("shapes_built") if r.cache else None
+        if built_shapes:  # an engine that compiles per shape: what runs without a compile (``exe.warm`` adds)
+            info.append(("compiled shapes", "; ".join(built_shapes)))
         from tripy_lab.lab.views.accuracy_views import with_precision
 
         layers = with_precision(views.layers_frame(built.layers), built.layers, built.lowered.program)

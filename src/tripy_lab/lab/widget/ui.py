@@ -354,6 +354,7 @@ class LabWidget:
 
     def _sweep(self, exe) -> tabs.RunView:
         points, xlabel, xs, opt_x = timing.sweep_points(exe.input_infos, n=6)
+        exe.warm(points, background=False)  # every point compiled before the first is timed (xla; others: no-op)
         df = timing.benchmark(exe, points, warmup=self.warmup.value, iters=self.iters.value, label="sweep")
         ok = df["error"] == ""
         sweep = ([x for x, good in zip(xs, ok) if good], list(df.loc[ok, "compute_ms"]), opt_x, xlabel)
