@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 MAX_CHILDREN = 60  # nodes per level before consecutive runs are folded into "ops a..b" nodes
+RUN_MIN = 10  # nodes per run at least
 
 
 @dataclass
@@ -155,7 +156,7 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
         """Attach ``items`` ((program position, node), sorted) under ``parent``, in runs when there are many."""
         items.sort()
         if len(items) > MAX_CHILDREN:
-            size = -(-len(items) // MAX_CHILDREN)
+            size = max(-(-len(items) // MAX_CHILDREN), RUN_MIN)
             runs = []
             for k in range(0, len(items), size):
                 chunk = items[k:k + size]
