@@ -56,6 +56,27 @@ class Overlay:
                 "values": {str(k): v for k, v in self.node_values(model).items()}}
 
 
+def op_times(prof) -> dict[str, float]:
+    """Trace op name -> ms per call from an engine profile: each layer's time split evenly over its source ops
+    (as ``layer_time.line_times`` does for source lines)."""
+    out: dict[str, float] = {}
+    for ly in prof.layers:
+        t = prof.layer_s.get(ly.name, 0.0)
+        ops = [o for o in ly.source_ops if o]
+        for name in ops:
+            out[name] = out.get(name, 0.0) + t * 1e3 / len(ops)
+    return out
+
+
+def timing_overlay(built) -> Overlay | None:
+    """The last timing run's per-layer time on the trace ops (None before any timing run)."""
+    prof = getattr(getattr(built, "compiled", None), "last_profile", None)
+    if prof is None:
+        return None
+    times = op_times(prof)
+    return Overlay("engine time per call", times, "ms") if times else None
+
+
 def fmt(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}".strip()
 

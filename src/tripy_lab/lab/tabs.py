@@ -26,9 +26,10 @@ class Limits:
     table_rows: int | None = None
     log_events: int = 40
     svg_image: bool = False  # the graph as an <img> (survives untrusted sanitizers) instead of inline <svg>
+    graph_pictures: int | None = None  # the trace's drawings: the top level, then opened groups (None: as room allows)
 
 
-LIVE = Limits()
+LIVE = Limits(graph_pictures=1)  # the live graph opens groups in the browser
 # A saved notebook with five 100-op cells stays < 1 MB (benchmarks/bench_snapshot_size.py); svg_chars is the room
 # for the trace's pictures (the top level, then opened groups).
 SNAPSHOT = Limits(svg_chars=240_000, text_chars=12_000, mlir_lines=300, table_rows=150, log_events=15,

@@ -80,6 +80,10 @@ class TraceView:
     def dot(self) -> str:
         return self.drawing(self.model.initial_expanded())[1]
 
+    @property
+    def note(self) -> str:
+        return self.drawing(self.model.initial_expanded())[2]
+
     def bundle(self) -> dict:
         """The live graph's MIME data (the model as JSON)."""
         return self.model.to_json(self.overlay)
@@ -93,8 +97,8 @@ class TraceView:
     def graph_html(self, limits) -> str:
         """The top level and as many opened groups as ``limits.svg_chars`` has room for."""
         budget = limits.svg_chars
-        plan = graph_draw.picture_plan(self.model)
-        if self.n_ops <= EXPAND_ALL_OPS:
+        plan = graph_draw.picture_plan(self.model)[: limits.graph_pictures]
+        if self.n_ops <= EXPAND_ALL_OPS and len(plan) > 1:
             every = [i for i, n in enumerate(self.model.nodes) if n.children]
             if every:
                 plan.insert(1, (-1, every))

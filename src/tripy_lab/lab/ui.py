@@ -6,9 +6,10 @@ import time
 
 import ipywidgets as W
 
-from tripy_lab.lab import crosswalk, snapshot, tabs, timing, views
+from tripy_lab.lab import crosswalk, snapshot, tabs, timing, trace_pane, views
 from tripy_lab.lab.bounds_editor import BoundsEditor
 from tripy_lab.lab.compare_pane import ComparePane
+from tripy_lab.lab.graph_draw import timing_overlay
 from tripy_lab.lab.html import esc, sanitize, stylesheet
 from tripy_lab.lab.mlir_editor import MlirEditor
 from tripy_lab.lab.session import Session
@@ -58,6 +59,11 @@ class LabWidget:
         self.auto_ms.observe(self._on_auto, "value")
         self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run", "compare")}
         self.crosswalk = W.Output()
+        # The live folded graph (extension/src/graph.ts) above the Trace pane; where it draws, the pane's static
+        # picture is hidden by the extension's CSS (the listing stays)
+        self.graph_out = W.Output()
+        self.graph_out.add_class("tripy-graph-live")
+        self.panes["trace"].add_class("tripy-trace-static")
         self.run_box = self._run_controls()
         # The MLIR tab switches between the highlighted text and an editor; Compare holds the diff view.
         self.mlir_editor = MlirEditor(session, on_toggle=self._on_edit_toggle)
@@ -65,8 +71,8 @@ class LabWidget:
         self.generic.layout.width = "auto"  # the Edit toggle sits next to it
         mlir_box = W.VBox([W.HBox([self.generic, self.mlir_editor.toggle]), self.panes["mlir"],
                            self.mlir_editor.widget])
-        children = [self.panes["trace"], mlir_box, self.panes["engine"], self.run_box, self.panes["log"],
-                    self.panes["error"], self.crosswalk, self.compare.widget]
+        children = [W.VBox([self.graph_out, self.panes["trace"]]), mlir_box, self.panes["engine"], self.run_box,
+                    self.panes["log"], self.panes["error"], self.crosswalk, self.compare.widget]
         self.tabs = W.Tab(children=children, titles=TAB_NAMES)
         self.tabs.observe(self._on_tab, "selected_index")
         for key, child in zip(_KEYS, children):
@@ -82,6 +88,7 @@ class LabWidget:
         self.widget = W.VBox([W.HTML(CSS + f"<b>{esc(title)}</b>"), bounds, head, self.status, self.tabs])
         self.widget.add_class("tripy-lab")
         self.render_times: dict[str, float] = {}
+        self.overlay = None  # set_overlay: the Trace tab's shading (else the last timing run's)
         self.display: snapshot.SnapshotDisplay | None = None
         session.listeners.append(self.on_session)
         self._update_status()
@@ -96,11 +103,13 @@ class LabWidget:
         if key == "trace" and s.error_stage == "trace":
             view = tabs.FailedTraceView.of(s.partial_traced, s.error_info(), s.good_traced, s.error_op)
         elif key == "trace" and s.traced is not None:
-            view = tabs.TraceView.of(s.traced, s.error_op)
+            view = tabs.TraceView.of(s.traced, s.error_op, self.overlay or timing_overlay(s.built))
         elif key == "mlir" and s.lowered is not None:
             view = tabs.MlirView.of(s.lowered, self.generic.value, s.error_op)
         elif key == "engine" and s.built is not None:
             view = tabs.EngineView.of(s.built)
+        elif key in ("mlir", "engine", "crosswalk") and s.error is not None:
+            view = trace_pane.missing_views(s).get("mlir" if key == "crosswalk" else key)  # says what exists
         elif key == "log":
             view = tabs.LogView.of(s)
         elif key == "error":
@@ -209,22 +218,42 @@ class LabWidget:
         if key == "crosswalk":
             if self.session.traced is not None:
                 self._render_crosswalk()
+            elif (missing := self._view("crosswalk")) is not None:
+                html = sanitize(missing.html().replace("No MLIR", "No crosswalk"))
+                self.crosswalk.outputs = ({"output_type": "display_data", "data": {"text/html": html}, "metadata": {}},)
         elif key == "compare":
             self.compare.refresh()
         elif key in self.panes:
             view = self._view(key)
             if view is not None:
                 self.panes[key].value = sanitize(view.html())
+            if key == "trace":
+                self._render_graph(view)
         self.render_times[key] = time.perf_counter() - start
+
+    def _render_graph(self, view) -> None:
+        bundle = view.bundle() if view is not None and hasattr(view, "bundle") else None
+        if bundle is None:
+            self.graph_out.outputs = ()
+            return
+        data = {trace_pane.GRAPH_MIME: bundle, "text/plain": ""}
+        self.graph_out.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+
+    def set_overlay(self, overlay) -> None:
+        """Shade the Trace tab's nodes by ``overlay`` (a ``graph_draw.Overlay``; None clears it)."""
+        self.overlay = overlay
+        self._invalidate({"trace"})
+        self._render("trace")
+        self._changed()
 
     def _render_crosswalk(self) -> None:
         s = self.session
         trace = self._view("trace")
         info = s.error_info()
         error = None if info is None else {"message": info["summary"], "op": info.get("op")}
-        bundle = crosswalk.build_bundle(
-            s.traced, s.lowered, s.built, title=self.session.exe_name, error=error, svg=trace.svg, dot=trace.dot
-        )
+        graph = trace.bundle() if hasattr(trace, "bundle") else None  # the folded graph, drawn in the browser
+        bundle = crosswalk.build_bundle(s.traced, s.lowered, s.built, title=self.session.exe_name, error=error,
+                                        svg=None if graph else trace.svg, dot=trace.dot, graph=graph)
         # Where the tripy-lab renderer is not installed, the static trace/MLIR/layer panes stand in.
         panes = {key: self._view(key) for key in ("trace", "mlir", "engine")}
         fallback = snapshot.snapshot_html(self.title, panes, keys=("trace", "mlir", "engine"))
@@ -328,6 +357,9 @@ class LabWidget:
 
     def _time(self, exe) -> tabs.RunView:
         df = timing.benchmark(exe, self._points(), warmup=self.warmup.value, iters=self.iters.value)
+        self._invalidate({"trace", "engine"})  # the per-layer times shade the graph and fill the layer table
+        for key in ("trace", "engine"):
+            self._render(key)
         return tabs.RunView("time", frame=df)
 
     def _sweep(self, exe) -> tabs.RunView:
