@@ -105,8 +105,26 @@ def _op_label(op) -> str:
     return f"{op.name} = {op.kind}"
 
 
+_SHORT: dict[tuple, str] = {}
+
+
 def _short(loc) -> str:
-    return loc.short if loc is not None else ""
+    """``loc.short``, formatted once per (file, line, function): a 20,000-op program has a few hundred lines."""
+    if loc is None:
+        return ""
+    key = (loc.file, loc.line, getattr(loc, "function", None))
+    text = _SHORT.get(key)
+    if text is None:
+        if len(_SHORT) > 1 << 14:
+            _SHORT.clear()
+        text = _SHORT[key] = loc.short
+    return text
+
+
+def _tip(op) -> str:
+    """A node's tooltip: the op's listing, short for big programs (formatting 20,000 listings costs seconds)."""
+    ins = ", ".join(t.name for t in op.inputs[:6]) + (", …" if len(op.inputs) > 6 else "")
+    return f"{op.name} = {op.kind}({ins}) : {', '.join(t.type_str() for t in op.outputs)}"
 
 
 def build(trace, title: str = "", failed: dict | None = None, error_op: str | None = None) -> GraphModel:
@@ -160,9 +178,8 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
             runs = []
             for k in range(0, len(items), size):
                 chunk = items[k:k + size]
-                lo, hi = _op_range(nodes, [i for _, i in chunk])
-                run = add(Node(f"r:{len(nodes)}", f"{lo} … {hi}", "run", parent, module=module,
-                               tip=f"{len(chunk)} nodes in program order"))
+                run = add(Node(f"r:{len(nodes)}", _run_label(nodes, [i for _, i in chunk]), "run", parent,
+                               module=module, tip=f"{len(chunk)} nodes in program order"))
                 place(chunk, run, module)
                 runs.append(run)
             (nodes[parent].children if parent >= 0 else top)[:] = runs
@@ -203,7 +220,7 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
     def _leaf(op, parent: int, path: str) -> int:
         kind = "const" if op.kind == "constant" else "op"
         i = add(Node("op-" + op.name, _op_label(op), kind, parent, line=_short(op.location), module=path,
-                     tip=str(op), n_ops=1))
+                     tip=_tip(op), n_ops=1))
         op_node[op.name] = i
         return i
 
@@ -236,14 +253,16 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
     return model
 
 
-def _op_range(nodes: list[Node], items: list[int]) -> tuple[str, str]:
-    """The first and last user line (or node label) of a run, for its label."""
-    def line(i: int, last: bool) -> str:
+def _run_label(nodes: list[Node], items: list[int]) -> str:
+    """A run's label: its first and last op, and its user lines (``%t10 … %t400`` / ``model.py:12-40``)."""
+    def leaf(i: int, last: bool) -> Node:
         n = nodes[i]
         while n.children:
             n = nodes[n.children[-1 if last else 0]]
-        return n.line.rsplit("/", 1)[-1] or n.label.split(" =")[0]
-    return line(items[0], False), line(items[-1], True)
+        return n
+    a, b = leaf(items[0], False), leaf(items[-1], True)
+    lines = a.line if a.line == b.line else f"{a.line} … {b.line.rsplit(':', 1)[-1]}" if a.line else ""
+    return f"{a.id.removeprefix('op-')} … {b.id.removeprefix('op-')}" + (f" · {lines}" if lines else "")
 
 
 def _count_ops(nodes: list[Node]) -> None:

@@ -222,3 +222,26 @@ def missing_views(session) -> dict:
         have = "The Trace tab has the whole trace (the failing op in red); the Error tab has the details."
     out = {"mlir": MissingView("MLIR", reason, have), "engine": MissingView("engine", reason, have)}
     return out
+
+
+def show_graph(obj, overlay=None, title: str = "") -> TraceView:
+    """Display the folded graph of an Executable, a ``Traced`` or a failed trace's exception: the live graph
+    (for the JupyterLab extension) and its static pictures (``text/html``), in one output."""
+    from IPython.display import display
+
+    from tripy_lab.lab import tabs
+    from tripy_lab.lab.html import sanitize
+
+    stages = getattr(obj, "stages", None)
+    traced = stages.get("traced") if isinstance(stages, dict) else getattr(obj, "partial_trace", obj)
+    if traced is None or not hasattr(traced, "trace"):
+        raise TypeError(f"lab.graph: expected an Executable, a Traced or a failed trace's exception, got {obj!r}")
+    built = stages.get("built") if isinstance(stages, dict) else None
+    view = TraceView.of(traced, overlay=overlay if overlay is not None else graph_draw.timing_overlay(built))
+    if title:
+        view.model.title = title
+    html_text = sanitize(view.html(tabs.SNAPSHOT))
+    data = {GRAPH_MIME: view.bundle(), "text/html": html_text,
+            "text/plain": f"trace graph: {view.model.title} ({view.n_ops} ops)"}
+    display(data, raw=True)
+    return view
