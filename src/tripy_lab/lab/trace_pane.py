@@ -200,7 +200,7 @@ class MissingView:
 
     def html(self, limits=None) -> str:
         return (f'<div class="tripy-missing" style="font-size:12px"><b>No {esc(self.stage)} for this program</b>: '
-                f"{esc(self.reason)}.<br>{esc(self.have)}</div>")
+                f"{esc(self.reason.rstrip('.'))}.<br>{esc(self.have)}</div>")
 
 
 def missing_views(session) -> dict:
@@ -215,7 +215,8 @@ def missing_views(session) -> dict:
     if stage == "trace":
         reason = f"tracing stopped at {at}: {info.get('summary', '')}"
         n = len(partial.trace.ops) if partial is not None else 0
-        have = (f"The Trace tab shows the {n} ops recorded before the error and the failing call in red; the Error "
+        have = (f"The Trace tab shows the {n} op{'s' if n != 1 else ''} recorded before the error and the failing "
+                "call in red; the Error "
                 "tab has the details. MLIR, engine and layers appear once the trace succeeds.")
     else:
         reason = f"lowering to MLIR failed: {info.get('summary', '')}"
