@@ -394,6 +394,19 @@ export class FoldedGraph {
     }
     this.lastOpened = i;
     await this.setExpanded(next);
+    this.reveal(i);
+  }
+
+  /** Scroll the graph so that node or cluster `i` is in view (the page only as far as needed). */
+  reveal(i: number): void {
+    const target = this.elements.get(i);
+    if (!target) {
+      return;
+    }
+    const box = target.getBoundingClientRect();
+    const body = this.body.getBoundingClientRect();
+    this.body.scrollTop += box.top - body.top - 16;
+    this.body.scrollLeft += box.left - body.left - Math.max(16, (body.width - box.width) / 2);
   }
 
   async collapse(i: number): Promise<void> {
@@ -429,10 +442,7 @@ export class FoldedGraph {
       await this.draw();
     }
     this.select(hit);
-    const target = this.elements.get(hit);
-    if (target) {
-      target.scrollIntoView?.({ block: 'center', inline: 'center' });
-    }
+    this.reveal(hit);
     return hit;
   }
 
