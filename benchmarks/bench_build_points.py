@@ -27,7 +27,8 @@ from bench_gpu import fresh_build  # noqa: E402
 
 import tripy_lab as tp  # noqa: E402
 from tripy_lab import pipeline  # noqa: E402
-from tripy_lab.engine import xla, xla_split  # noqa: E402
+from tripy_lab.engine.xla import build as xla  # noqa: E402
+from tripy_lab.engine.xla import split as xla_split  # noqa: E402
 
 
 def _largest_first(self, wanted):  # the seventh session's order

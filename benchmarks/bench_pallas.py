@@ -1,4 +1,4 @@
-"""The fused Linear kernel (engine/xla_pallas.py) against XLA's GEMM + epilogue and torch, on the GPU:
+"""The fused Linear kernel (engine/xla/pallas.py) against XLA's GEMM + epilogue and torch, on the GPU:
 
     python benchmarks/bench_pallas.py [--json out.json] [--sweep]
 
@@ -46,7 +46,7 @@ def bench_case(name, m, k, n, act, parts, sweep, rng):
     import jax
     import jax.numpy as jnp
 
-    from tripy_lab.engine import xla_pallas as P
+    from tripy_lab.engine.xla import pallas as P
 
     xs = tuple(jnp.asarray(rng.standard_normal((m, k)).astype(np.float16)) for _ in range(COPIES))
     x = xs[0]

@@ -67,7 +67,7 @@ def main(argv=None):
     import jax
 
     from tripy_lab.engine.base import BuildOptions
-    from tripy_lab.engine.xla import XlaEngine
+    from tripy_lab.engine.xla.build import XlaEngine
 
     jax.config.update("jax_enable_compilation_cache", False)
     prog, npdt = build_program(a.batch, a.d, a.dtype)

@@ -37,7 +37,7 @@ def build_engine(shape):
     from tripy_lab.core import dtypes
     from tripy_lab.core.bounds import InputInfo
     from tripy_lab.engine.base import BuildOptions
-    from tripy_lab.engine.xla import XlaEngine
+    from tripy_lab.engine.xla.build import XlaEngine
     from tripy_lab.mlir import dialect as d
     from tripy_lab.mlir.attrs import tensor_type
     from tripy_lab.mlir.program import MlirProgram

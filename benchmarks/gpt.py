@@ -70,6 +70,15 @@ class SeparateAttention(Attention):
                      for p in (self.q_proj, self.k_proj, self.v_proj))
 
 
+class SplitAttention(Attention):
+    """The same attention written another way, as ported code often is: q, k, v by ``tp.split`` of the packed
+    projection, the causal mask an int ``tril`` buffer compared with 0 (nanoGPT's ``bias``)."""
+
+    def qkv(self, x, b, t, dh):
+        return tuple(tp.permute(tp.reshape(part, (b, t, self.heads, dh)), (0, 2, 1, 3))
+                     for part in tp.split(self.c_attn(x), 3, dim=2))
+
+
 class Mlp(tp.Module):
     def __init__(self, d: int):
         super().__init__()
@@ -81,10 +90,10 @@ class Mlp(tp.Module):
 
 
 class Block(tp.Module):
-    def __init__(self, d: int, heads: int, separate_qkv: bool = False):
+    def __init__(self, d: int, heads: int, separate_qkv: bool = False, split_qkv: bool = False):
         super().__init__()
         self.ln_1 = tp.LayerNorm(d, dtype=tp.float16)
-        self.attn = (SeparateAttention if separate_qkv else Attention)(d, heads)
+        self.attn = (SeparateAttention if separate_qkv else SplitAttention if split_qkv else Attention)(d, heads)
         self.ln_2 = tp.LayerNorm(d, dtype=tp.float16)
         self.mlp = Mlp(d)
 
@@ -95,13 +104,13 @@ class Block(tp.Module):
 
 class GPT(tp.Module):
     def __init__(self, layers: int = L, d: int = D, heads: int = H, vocab: int = V, tmax: int = TMAX,
-                 separate_qkv: bool = False):
+                 separate_qkv: bool = False, split_qkv: bool = False):
         super().__init__()
         self.wte = tp.Embedding(vocab, d, dtype=tp.float16)
         self.wpe = tp.Embedding(tmax, d, dtype=tp.float16)
-        self.h = [Block(d, heads, separate_qkv) for _ in range(layers)]
+        self.h = [Block(d, heads, separate_qkv, split_qkv) for _ in range(layers)]
         self.ln_f = tp.LayerNorm(d, dtype=tp.float16)
-        self.causal = np.tril(np.ones((tmax, tmax), np.float32))
+        self.causal = np.tril(np.ones((tmax, tmax), np.int32 if split_qkv else np.float32))
 
     def forward(self, idx):
         t = idx.shape[1]
@@ -112,9 +121,10 @@ class GPT(tp.Module):
         return self.ln_f(x) @ tp.transpose(self.wte.weight, 0, 1)
 
 
-def tripy_gpt(params, separate_qkv: bool = False, **sizes) -> GPT:
-    """The tripy-lab GPT; ``separate_qkv``: q, k, v from three Linear layers holding c_attn's thirds."""
-    model = GPT(separate_qkv=separate_qkv, **sizes)
+def tripy_gpt(params, separate_qkv: bool = False, split_qkv: bool = False, **sizes) -> GPT:
+    """The tripy-lab GPT; ``separate_qkv``: q, k, v from three Linear layers holding c_attn's thirds;
+    ``split_qkv``: the other spelling (``SplitAttention``, an int mask buffer)."""
+    model = GPT(separate_qkv=separate_qkv, split_qkv=split_qkv, **sizes)
     if separate_qkv:
         params = dict(params)
         for key in [k for k in params if ".attn.c_attn." in k]:

@@ -175,7 +175,10 @@ def main():
     import jax
 
     from tripy_lab import pipeline
-    from tripy_lab.engine import xla, xla_attention, xla_linear, xla_split
+    from tripy_lab.engine.xla import attention as xla_attention
+    from tripy_lab.engine.xla import build as xla
+    from tripy_lab.engine.xla import linear as xla_linear
+    from tripy_lab.engine.xla import split as xla_split
     from tripy_lab.lab import profile
 
     rng = np.random.default_rng(0)

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 import tripy_lab as tp
-from tripy_lab.engine.xla_profile import _session
+from tripy_lab.engine.xla.profile import _session
 
 
 def gemm_chain(x, w):

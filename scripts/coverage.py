@@ -3,7 +3,7 @@ tripy-lab or unsupported with a reason, and which engines run it.
 
 Each function, layer and operator row has an example call. The example is traced and lowered to MLIR; an
 engine runs the name when every MLIR op of that lowering has an entry in the engine's table
-(``engine/reference.py:TABLE``, ``engine/xla_ops.py:TABLE``, ``engine/tensorrt_layers.py:TABLE``), except
+(``engine/reference/ops.py:TABLE``, ``engine/xla/ops.py:TABLE``, ``engine/tensorrt/ops.py:TABLE``), except
 table entries that exist only to raise a clear error (plugins off TensorRT). Names without MLIR (host-side
 helpers, classes, configuration) are checked for existence only.
 
@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "coverage.md"
 
 ENGINE_TABLES = {
-    "reference": "tripy_lab.engine.reference",
-    "xla": "tripy_lab.engine.xla_ops",
-    "tensorrt": "tripy_lab.engine.tensorrt_layers",
-    "onnxruntime": "tripy_lab.engine.onnx_ops",
+    "reference": "tripy_lab.engine.reference.ops",
+    "xla": "tripy_lab.engine.xla.ops",
+    "tensorrt": "tripy_lab.engine.tensorrt.ops",
+    "onnxruntime": "tripy_lab.engine.onnx.ops",
 }
 # Table entries that exist only to raise a clear error: (MLIR op, engine) -> why the engine cannot run it.
 ONLY_RAISES = {

@@ -38,7 +38,7 @@ def test_an_invalid_min_shape_fails_at_first_use_naming_min():
 
 
 def test_a_raw_error_inside_the_xla_build_is_a_tripy_exception(monkeypatch):
-    from tripy_lab.engine import xla
+    from tripy_lab.engine.xla import build as xla
 
     def fail(self, wanted):
         raise RuntimeError("INTERNAL: RET_CHECK failure in fusion of t1__op1 (a jax/XLA message)")
@@ -54,7 +54,7 @@ def test_a_raw_error_inside_the_xla_build_is_a_tripy_exception(monkeypatch):
 
 
 def test_any_engine_build_error_is_a_tripy_exception(monkeypatch):
-    from tripy_lab.engine import reference
+    from tripy_lab.engine.reference import ops as reference
 
     def fail(self, program, options):
         raise KeyError("weights")

@@ -7,7 +7,7 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab import pipeline
-from tripy_lab.engine.onnx_ops import _WHERE_TYPES
+from tripy_lab.engine.onnx.ops import _WHERE_TYPES
 
 ELEM = {onnx.TensorProto.FLOAT: "f32", onnx.TensorProto.DOUBLE: "f64", onnx.TensorProto.INT32: "i32",
         onnx.TensorProto.INT64: "i64", onnx.TensorProto.UINT8: "ui8"}

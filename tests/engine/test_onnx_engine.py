@@ -182,8 +182,8 @@ def test_plugin_is_a_build_error_at_the_user_line():
 def test_table_has_a_row_for_every_mlir_op():
     """Every op of the tensorrt dialect (but the loop terminator) has a lowering; the two that cannot be
     expressed raise at build time with the reason (plugins; gather numBroadcastDims != 0)."""
-    from tripy_lab.engine import onnx_ops
-    from tripy_lab.engine.reference import TABLE as REFERENCE
+    from tripy_lab.engine.onnx import ops as onnx_ops
+    from tripy_lab.engine.reference.ops import TABLE as REFERENCE
     from tripy_lab.mlir.dialect import TENSORRT_OPS
 
     assert set(TENSORRT_OPS) - {"tensorrt.yield"} == set(onnx_ops.TABLE)
@@ -201,7 +201,7 @@ def test_named_dimensions_share_one_dim_param(tmp_path):
 
 def test_tensorrt_provider_gets_the_profile_as_its_options(monkeypatch):
     """Not runnable here (no TensorRT): the provider list and the documented profile options."""
-    from tripy_lab.engine import onnx_runtime
+    from tripy_lab.engine.onnx import build as onnx_runtime
 
     monkeypatch.setattr(ort, "get_available_providers",
                         lambda: ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.engine.onnx_profile import median_node_s, trace_runs
+from tripy_lab.engine.onnx.profile import median_node_s, trace_runs
 from tripy_lab.lab import benchmark, layer_time, profile, tabs, timing
 
 pytest.importorskip("onnxruntime")

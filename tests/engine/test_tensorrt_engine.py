@@ -26,9 +26,9 @@ from test_tensorrt_table import FakeNetwork, Prog, make_fake_trt
 from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine import tensorrt as E
-from tripy_lab.engine import tensorrt_profile as P
 from tripy_lab.engine.base import BuildOptions
+from tripy_lab.engine.tensorrt import build as E
+from tripy_lab.engine.tensorrt import profile as P
 from tripy_lab.mlir import dialect as d
 
 HAS_TENSORRT = importlib.util.find_spec("tensorrt") is not None
@@ -792,7 +792,7 @@ def test_build_failure_reports_tensorrt_errors(fake_env, tp):
 @pytest.mark.tensorrt
 @real_tensorrt
 def test_real_tensorrt_matches_reference(tp, tmp_path):
-    from tripy_lab.engine.reference import ReferenceEngine
+    from tripy_lab.engine.reference.ops import ReferenceEngine
 
     prog = _exp_add_program(tp)
     compiled = E.TensorRTEngine().build(prog, BuildOptions(timing_cache_path=str(tmp_path / "c")))
@@ -810,7 +810,7 @@ def test_real_tensorrt_matches_reference(tp, tmp_path):
 @real_tensorrt
 def test_real_tensorrt_dimension_input_and_broadcast(tp):
     from tripy_lab import pipeline
-    from tripy_lab.engine.reference import ReferenceEngine
+    from tripy_lab.engine.reference.ops import ReferenceEngine
 
     def f(x, n):
         return tp.reshape(x + tp.ones((3,)), (n, -1))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.engine import xla_attention
+from tripy_lab.engine.xla import attention as xla_attention
 
 pytest.importorskip("jax")
 

@@ -1,4 +1,4 @@
-"""The xla engine's direct StableHLO emission (engine/xla_emit.py, xla_emit_ops.py) gives the same bits as
+"""The xla engine's direct StableHLO emission (engine/xla/emit.py, xla_emit_ops.py) gives the same bits as
 tracing the MLIR through jax (xla.DIRECT_STABLEHLO off), agrees with the reference interpreter, keeps the layer
 table's source lines and the persistent store, and falls back to jax with a note where it does not emit."""
 
@@ -12,9 +12,10 @@ import tripy_lab as tp
 
 pytest.importorskip("jax")
 
-from tripy_lab.engine import xla, xla_emit_ops  # noqa: E402
-from tripy_lab.engine.xla_cache import XlaStore  # noqa: E402
-from tripy_lab.engine.xla_ops import TABLE as XLA_TABLE  # noqa: E402
+from tripy_lab.engine.xla import build as xla  # noqa: E402
+from tripy_lab.engine.xla import emit_ops as xla_emit_ops  # noqa: E402
+from tripy_lab.engine.xla.cache import XlaStore  # noqa: E402
+from tripy_lab.engine.xla.ops import TABLE as XLA_TABLE  # noqa: E402
 
 F32, F16, BF16, I32, I8 = tp.float32, tp.float16, tp.bfloat16, tp.int32, tp.int8
 NP = {F32: np.float32, F16: np.float16, BF16: ml_dtypes.bfloat16, I32: np.int32, I8: np.int8}
@@ -50,6 +51,14 @@ def layer_norm(dtype):
     ln.weight = tp.Tensor(values(dtype, (6,), 11, specials=False))
     ln.bias = tp.Tensor(values(dtype, (6,), 12, specials=False))
     return ln
+
+
+def conv(dtype, groups=1, bias=True, kernel=(3, 3), out=6, **kw):
+    c = tp.Conv(4, out, kernel, groups=groups, bias=bias, dtype=dtype, **kw)
+    c.weight = tp.Tensor(values(dtype, (out, 4 // groups, *kernel), 13, specials=False))
+    if bias:
+        c.bias = tp.Tensor(values(dtype, (out,), 14, specials=False))
+    return c
 
 
 # name -> (function, input shapes, dtypes it runs at)
@@ -97,6 +106,18 @@ PROGRAMS = {
     "quantize": (lambda a, b: (tp.quantize(a, 0.05, I8), tp.dequantize(tp.quantize(b, 0.1, I8), 0.1, a.dtype),
                                tp.quantize(a, [0.01, 0.02, 0.05, 0.1, 0.15, 0.2], I8, dim=1)),
                  [(4, 6), (4, 6)], (F32, F16)),
+    "conv": (lambda a, b: (conv(a.dtype)(a), conv(a.dtype, groups=2, bias=False, stride=[2, 1],
+                                                     padding=[(1, 2), (0, 1)], dilation=[1, 2])(b)),
+             [(2, 4, 7, 8), (1, 4, 6, 9)], (F32, F16)),
+    "conv_1d_3d": (lambda a, b: (conv(a.dtype, kernel=(3,), out=2)(tp.reshape(a, (2, 4, 56))),
+                                 conv(a.dtype, kernel=(2, 2, 2), out=2, padding=[(1, 0)] * 3)(
+                                     tp.reshape(b, (1, 4, 3, 3, 6)))),
+                   [(2, 4, 7, 8), (1, 4, 6, 9)], (F32,)),
+    "pooling": (lambda a, b: (tp.maxpool(a, (2, 2)), tp.maxpool(b, (3, 2), stride=(2, 2), padding=[(1, 1), (0, 1)]),
+                              tp.avgpool(a, (2, 3), stride=(1, 2)),
+                              tp.avgpool(b, (3, 3), padding=[(1, 1), (1, 1)], count_include_pad=False),
+                              tp.avgpool(b, (3, 3), padding=[(1, 1), (1, 1)])),
+                [(2, 4, 7, 8), (1, 4, 6, 9)], (F32, F16)),
     "chain": (lambda a, b: tp.tanh(tp.relu(a @ tp.transpose(b, 0, 1)) * 0.5 + 1.0), [(4, 6), (4, 6)], (F32,)),
 }
 CASES = [pytest.param(name, dt, id=f"{name}-{dt.name}") for name, (_, _, dts) in PROGRAMS.items() for dt in dts]
@@ -185,13 +206,13 @@ def test_layer_table_keeps_source_lines_on_the_direct_path(monkeypatch):
 
 def test_an_op_without_an_emitter_falls_back_to_jax_with_a_note(monkeypatch):
     x = values(F32, (1, 1, 4, 4), 0, specials=False)
-    exe, compiled = build(lambda a: tp.maxpool(a, (2, 2)) * 2.0, [tp.InputInfo((1, 1, 4, 4), F32)], True,
-                          monkeypatch)
+    exe, compiled = build(lambda a: tp.resize(a, scales=(1, 1, 2, 2), mode="nearest") * 2.0,
+                          [tp.InputInfo((1, 1, 4, 4), F32)], True, monkeypatch)
     assert paths(compiled) == {"jax"}
-    assert any("traced through jax (tensorrt.pooling is not emitted natively)" in n for n in compiled.report.notes)
-    img = x[0, 0]
-    want = np.maximum(np.maximum(img[:-1, :-1], img[1:, :-1]), np.maximum(img[:-1, 1:], img[1:, 1:])) * 2
-    np.testing.assert_array_equal(np.asarray(exe(tp.Tensor(x)))[0, 0], want)  # 2x2 windows, stride 1
+    assert any("traced through jax (tensorrt.resize_nearest is not emitted natively)" in n
+               for n in compiled.report.notes)
+    want = np.repeat(np.repeat(x[0, 0], 2, axis=0), 2, axis=1) * 2  # nearest, scale 2: each pixel twice
+    np.testing.assert_array_equal(np.asarray(exe(tp.Tensor(x)))[0, 0], want)
 
 
 def test_persistent_store_hits_on_the_direct_path(monkeypatch):
@@ -205,7 +226,7 @@ def test_persistent_store_hits_on_the_direct_path(monkeypatch):
 
 
 def test_the_installed_jax_compiles_the_replaced_module():
-    from tripy_lab.engine.xla_emit import replacement_works
+    from tripy_lab.engine.xla.emit import replacement_works
 
     assert replacement_works() == ""  # on this jax the direct path is really taken (not the stub's zeros)
 
@@ -222,7 +243,7 @@ def test_every_mlir_op_has_a_row_in_the_emitter_table():
 def test_a_module_xla_refuses_is_traced_through_jax_instead(monkeypatch):
     import jax
 
-    from tripy_lab.engine.xla_emit import replacement_works
+    from tripy_lab.engine.xla.emit import replacement_works
 
     assert replacement_works() == ""  # the once-per-process self-test runs before compile is patched
     real, refused = jax.stages.Lowered.compile, []

@@ -1,4 +1,4 @@
-"""The direct StableHLO path's shortcuts (engine/xla_direct.py, xla_emit.py) compute what the translations do.
+"""The direct StableHLO path's shortcuts (engine/xla/direct.py, xla_emit.py) compute what the translations do.
 
 Constants sharing one weights attribute are read once, static reshapes of them are reused, a read-only constant
 is emitted once however many ops use it, attribute values are remembered per attribute object and per op class
@@ -18,7 +18,7 @@ from tripy_lab.mlir.attrs import tensor_type
 
 jax = pytest.importorskip("jax")
 
-from tripy_lab.engine import xla  # noqa: E402
+from tripy_lab.engine.xla import build as xla  # noqa: E402
 
 
 def both_paths(prog, args, monkeypatch) -> tuple[list, list, object]:
@@ -153,7 +153,7 @@ def test_report_texts_are_printed_when_first_read(monkeypatch):
 def test_the_program_digest_tells_op_sequences_apart_with_any_names():
     from types import SimpleNamespace
 
-    from tripy_lab.engine.xla_cache import XlaStore
+    from tripy_lab.engine.xla.cache import XlaStore
 
     prog = SimpleNamespace(arg_names=["x"], resources={})
     digest = XlaStore.program_digest

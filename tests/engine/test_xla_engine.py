@@ -16,7 +16,7 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, NamedDimension
 from tripy_lab.core.errors import TripyException
 from tripy_lab.engine.base import BuildOptions
-from tripy_lab.engine.xla import XlaEngine
+from tripy_lab.engine.xla.build import XlaEngine
 from tripy_lab.mlir import dialect as d
 from tripy_lab.mlir.attrs import tensor_type
 
@@ -142,7 +142,7 @@ def test_layer_table_fuses_the_elementwise_tail():
     x = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
     consts = [c.program.constant_value(op) if hasattr(c.program, "constant_value") else None
               for op in c.program.ops() if op.name == "tensorrt.constant"]
-    from tripy_lab.engine.xla_ops import constant_value
+    from tripy_lab.engine.xla.ops import constant_value
 
     w, bias, two = [constant_value(op, c.program) for op in c.program.ops() if op.name == "tensorrt.constant"]
     np.testing.assert_allclose(run_np(c, x)[0], np.tanh(x @ w + bias) * two, rtol=1e-5, atol=1e-6)
@@ -161,7 +161,7 @@ def test_extra_stages_and_report():
 
 @pytest.mark.parametrize("level", range(6))
 def test_optimization_levels(level):
-    from tripy_lab.engine.xla import OPT_LEVEL_OPTIONS
+    from tripy_lab.engine.xla.build import OPT_LEVEL_OPTIONS
 
     c = build(mlp_program(), level=level)
     x = np.ones((8, 16), np.float32)
@@ -251,7 +251,7 @@ def test_run_returns_jax_arrays_and_accepts_jax_and_dlpack_inputs():
 
 
 def test_importing_tripy_lab_and_the_engine_module_does_not_import_jax():
-    code = ("import sys, tripy_lab, tripy_lab.engine.xla, tripy_lab.engine.xla_ops, tripy_lab.engine.xla_layers; "
+    code = ("import sys, tripy_lab, tripy_lab.engine.xla.build, tripy_lab.engine.xla.ops, tripy_lab.engine.xla.layers; "
             "print('jax' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.path.join(REPO, "src")})
@@ -259,7 +259,7 @@ def test_importing_tripy_lab_and_the_engine_module_does_not_import_jax():
 
 
 def test_available():
-    from tripy_lab.engine.xla import XlaEngine
+    from tripy_lab.engine.xla.build import XlaEngine
 
     ok, why = XlaEngine.available()
     assert ok and "jax" in why

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (HLO fixtures keep XLA's long lines)
 """The optimized-HLO parser of the xla engine (no jax needed: HLO text fixtures)."""
 
-from tripy_lab.engine.xla_layers import kernel_instructions, layer_records, parse_hlo, parse_shapes, scope_indices
+from tripy_lab.engine.xla.layers import kernel_instructions, layer_records, parse_hlo, parse_shapes, scope_indices
 
 CPU_HLO = """\
 HloModule jit_main, is_scheduled=true, entry_computation_layout={(f32[8,16]{1,0}, f32[16,32]{1,0})->f32[8,32]{1,0}}

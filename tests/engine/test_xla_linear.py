@@ -1,5 +1,5 @@
-"""The Linear + epilogue kernel (engine/xla_pallas.py, Pallas's interpreter on the CPU), its rewrite of
-``gelu(Linear(x))`` and of a packed q/k/v projection (engine/xla_linear.py, xla_attention.packed_qkv), and
+"""The Linear + epilogue kernel (engine/xla/pallas.py, Pallas's interpreter on the CPU), its rewrite of
+``gelu(Linear(x))`` and of a packed q/k/v projection (engine/xla/linear.py, xla_attention.packed_qkv), and
 the size rule of attention fusion under "auto" (xla_attention.FUSE_MIN_SCORES)."""
 
 import math
@@ -10,7 +10,9 @@ from scipy.special import erfc
 from test_xla_attention import packed_attention_of
 
 import tripy_lab as tp
-from tripy_lab.engine import xla_attention, xla_linear, xla_pallas
+from tripy_lab.engine.xla import attention as xla_attention
+from tripy_lab.engine.xla import linear as xla_linear
+from tripy_lab.engine.xla import pallas as xla_pallas
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -162,8 +164,8 @@ def test_auto_fuses_attention_only_when_the_scores_are_big_enough(modes, monkeyp
 def test_direct_emission_refuses_scores_big_enough_to_fuse(monkeypatch):
     """On a GPU under "auto", StableHLO is emitted op by op unless an attention would be fused (then the
     emitter raises Fallback and jax's path fuses it)."""
-    from tripy_lab.engine.xla_direct import emit_stablehlo
-    from tripy_lab.engine.xla_emit import Fallback
+    from tripy_lab.engine.xla.direct import emit_stablehlo
+    from tripy_lab.engine.xla.emit import Fallback
 
     def half_attention(q, k, v):
         s = tp.masked_fill((q @ tp.transpose(k, -1, -2)) * 0.25, tp.Tensor(CAUSAL) == 0, float("-inf"))

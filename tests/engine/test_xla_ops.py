@@ -608,7 +608,7 @@ def test_opaque_plugin_needs_tensorrt():
 
 
 def test_every_table_entry_is_covered_and_matches_the_dialect():
-    from tripy_lab.engine.xla_ops import TABLE
+    from tripy_lab.engine.xla.ops import TABLE
 
     ops = set(d.TENSORRT_OPS) - {"tensorrt.yield"}
     assert ops <= set(TABLE), sorted(ops - set(TABLE))

@@ -77,7 +77,7 @@ class ProgramBuilder:
 
 def build(program, level: int = 3, cache_dir: str | None = None):
     from tripy_lab.engine.base import BuildOptions
-    from tripy_lab.engine.xla import XlaEngine
+    from tripy_lab.engine.xla.build import XlaEngine
 
     return XlaEngine().build(program, BuildOptions(optimization_level=level, compilation_cache_dir=cache_dir))
 

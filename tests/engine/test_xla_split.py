@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.engine import xla_split
 from tripy_lab.engine.base import BuildOptions
+from tripy_lab.engine.xla import split as xla_split
 
 jax = pytest.importorskip("jax")
 
@@ -138,7 +138,7 @@ def test_split_signatures_hit_the_persistent_store(split_on, tmp_path):
 
     lowered = pipeline.trace(lm, args=[tp.InputInfo((2, 16, D), tp.float16)]).lower()
     opts = BuildOptions(compilation_cache_dir=str(tmp_path / "store"))
-    from tripy_lab.engine.xla import XlaEngine
+    from tripy_lab.engine.xla.build import XlaEngine
 
     first = XlaEngine().build(lowered.program, opts)
     second = XlaEngine().build(lowered.program, opts)
@@ -176,7 +176,7 @@ def test_an_unknown_body_option_is_dropped_with_a_note(split_on, monkeypatch, tm
 
 def test_the_split_options_are_part_of_the_store_key(split_on, monkeypatch, tmp_path):
     from tripy_lab import pipeline
-    from tripy_lab.engine.xla import XlaEngine
+    from tripy_lab.engine.xla.build import XlaEngine
 
     program = pipeline.trace(lm, args=[tp.InputInfo((2, 16, D), tp.float16)]).lower().program
     opts = BuildOptions(compilation_cache_dir=str(tmp_path / "store"))
@@ -192,7 +192,7 @@ def test_untuned_splits_compile_body_and_head_at_once(split_on, monkeypatch, tmp
     it, one after the other (two autotuners on one GPU would time each other's kernels)."""
     import threading
 
-    from tripy_lab.engine import xla
+    from tripy_lab.engine.xla import build as xla
 
     monkeypatch.setattr(tp.config, "compilation_cache_dir", str(tmp_path))  # a real compile, not a stored one
     monkeypatch.setattr(xla.XlaCompiled, "_untuned", lambda self, why, n: untuned)
@@ -266,7 +266,7 @@ def test_n_major_logits_feed_another_executable_and_eager_ops(n_major):
 
 
 def test_a_call_error_that_is_not_about_layouts_is_raised_again():
-    from tripy_lab.engine.xla import _call_relaid
+    from tripy_lab.engine.xla.build import _call_relaid
 
     calls = []
     with pytest.raises(ValueError, match="something else"):
@@ -276,7 +276,7 @@ def test_a_call_error_that_is_not_about_layouts_is_raised_again():
 
 def test_the_head_layout_is_part_of_the_store_key(split_on, monkeypatch, tmp_path):
     from tripy_lab import pipeline
-    from tripy_lab.engine.xla import XlaEngine
+    from tripy_lab.engine.xla.build import XlaEngine
 
     program = pipeline.trace(lm, args=[tp.InputInfo((2, 16, D), tp.float16)]).lower().program
     opts = BuildOptions(compilation_cache_dir=str(tmp_path / "store"))

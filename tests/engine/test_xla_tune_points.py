@@ -7,7 +7,7 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab import pipeline
-from tripy_lab.engine import xla
+from tripy_lab.engine.xla import build as xla
 
 pytest.importorskip("jax")
 

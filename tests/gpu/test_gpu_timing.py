@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tripy_lab as tp
-from tripy_lab.engine import xla_attention
+from tripy_lab.engine.xla import attention as xla_attention
 from tripy_lab.lab import benchmark, profile
 
 pytestmark = pytest.mark.gpu
@@ -48,6 +48,25 @@ def test_cudnn_attention_matches_the_unfused_program():
     a = np.asarray(fused(*args)).astype(np.float32)
     b = np.asarray(unfused(*args)).astype(np.float32)
     np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-3)
+
+
+def fp32_softmax_attention(q, k, v):  # softmax(att.float()).half(): the casts are part of the fused pattern
+    s = tp.masked_fill((q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(D)), tp.Tensor(CAUSAL) == 0, float("-inf"))
+    return tp.cast(tp.softmax(tp.cast(s, tp.float32), dim=-1), tp.float16) @ v
+
+
+def test_cudnn_fuses_attention_with_its_softmax_in_fp32():
+    info = tp.InputInfo((B, H, T, D), tp.float16)
+    fused = tp.compile(fp32_softmax_attention, args=[info, info, info], engine="xla")
+    assert any("attention 1 of 1 pattern(s) fused (cudnn, causal)" in n
+               for n in fused.stages["built"].report.notes), fused.stages["built"].report.notes
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((B, H, T, D)).astype(np.float16) for _ in range(3))
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64) / math.sqrt(D)
+    s = np.where(CAUSAL == 0, -np.inf, s)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    np.testing.assert_allclose(np.asarray(fused(q, k, v)).astype(np.float64), want, rtol=2e-2, atol=5e-3)
 
 
 def gemm_chain(x, w):
@@ -105,7 +124,7 @@ def test_small_attention_stays_unfused_and_emitted_natively():
 
 
 def test_pallas_linear_gelu_matches_unfused_and_is_timed_as_its_own_layer():
-    from tripy_lab.engine import xla_linear
+    from tripy_lab.engine.xla import linear as xla_linear
 
     w = (np.random.default_rng(1).standard_normal((3072, 768)) * 0.03).astype(np.float16)
     b = (np.random.default_rng(2).standard_normal(3072) * 0.1).astype(np.float16)
@@ -172,7 +191,7 @@ def test_unaligned_lm_head_compiles_apart_and_matches_one_executable(monkeypatch
     """A GEMM with N = 50257 at the end (a GPT's lm head) on CUDA: two executables (the rest with cuBLASLt; the
     head's logits N-major, written by cuBLAS unpadded, or row-major, written by XLA's Triton GEMM), the one
     executable's numbers, and the head's kernels timed in the profile."""
-    from tripy_lab.engine import xla_split
+    from tripy_lab.engine.xla import split as xla_split
 
     monkeypatch.setattr(xla_split, "HEAD_LAYOUT", layout)
     # d = 1024: a body on the device longer than the host's launch of the head; with d = 256 (a 6 us body) the

@@ -79,7 +79,7 @@ def test_reference_engine_times_each_mlir_op():
 
 def test_command_buffer_kernels_are_attributed_by_name_and_schedule():
     from tripy_lab.engine.base import LayerRecord
-    from tripy_lab.engine.xla_profile import _Event, attribute
+    from tripy_lab.engine.xla.profile import _Event, attribute
 
     def layer(name, kind):
         return LayerRecord(name, kind, (), (), (), ())
@@ -98,7 +98,7 @@ def test_command_buffer_kernels_are_attributed_by_name_and_schedule():
 
 def test_a_reused_kernel_goes_to_the_next_identical_layer():
     from tripy_lab.engine.base import LayerRecord
-    from tripy_lab.engine.xla_profile import _Event, attribute
+    from tripy_lab.engine.xla.profile import _Event, attribute
 
     layers = [LayerRecord(f"loop_convert_fusion{s}", "loop fusion", (), (), ((8, 4),), ("float16",))
               for s in ("", ".1", ".2")]
@@ -112,7 +112,7 @@ def test_twins_run_out_of_table_order_each_get_one_kernel():
     """One kernel shared by identical fusions that run after the kernels of later layers (the layer table's
     order is not the launch order): each twin still gets one launch, none is left at zero."""
     from tripy_lab.engine.base import LayerRecord
-    from tripy_lab.engine.xla_profile import _Event, attribute
+    from tripy_lab.engine.xla.profile import _Event, attribute
 
     twins = [LayerRecord(f"loop_slice_fusion{s}", "loop fusion", (), (), ((768, 768),), ("float16",))
              for s in ("", ".1", ".2")]
@@ -130,7 +130,7 @@ def test_library_kernels_go_to_a_call_of_their_own_library():
     come in another order than the table's; a split-K reduction stays with its GEMM; memsets go with the
     kernel after them."""
     from tripy_lab.engine.base import LayerRecord
-    from tripy_lab.engine.xla_profile import _Event, attribute
+    from tripy_lab.engine.xla.profile import _Event, attribute
 
     def layer(name, kind):
         return LayerRecord(name, kind, (), (), (), ())
@@ -151,7 +151,7 @@ def test_a_surplus_library_kernel_stays_with_its_library():
     """A cuBLAS kernel with no GEMM layer left (a call that launched two) goes to the GEMM before it, so
     the cuDNN kernel after it still reaches the attention layer."""
     from tripy_lab.engine.base import LayerRecord
-    from tripy_lab.engine.xla_profile import _Event, attribute
+    from tripy_lab.engine.xla.profile import _Event, attribute
 
     layers = [LayerRecord("custom-call.1", "GEMM (cuBLAS)", (), (), (), ()),
               LayerRecord("dot_product_attention_fwd.2", "attention (cuDNN)", (), (), (), ())]
@@ -165,7 +165,7 @@ def test_a_surplus_library_kernel_stays_with_its_library():
 def test_back_to_back_calls_are_cut_by_their_kernel_count():
     """Calls queued back to back leave no gap between them in the trace: the last ``keep`` calls are cut off
     by the count of their kernels, and only when each of them launched the same kernels in the same order."""
-    from tripy_lab.engine.xla_profile import _Event, _split_back_to_back
+    from tripy_lab.engine.xla.profile import _Event, _split_back_to_back
 
     line = ("/device:GPU:0", "Stream #1")
     names = ["loop_add_fusion", "nvjet_sm90_TNN", "cudnn_sdpa_fprop"]
@@ -182,7 +182,7 @@ def test_back_to_back_calls_are_cut_by_their_kernel_count():
 def test_a_wait_between_the_body_and_the_head_is_noted():
     """A split signature's device idles between its body and its head when the host launches the head later than
     the body ends: compute time holds the wait, no layer does, so the profile says how long it was."""
-    from tripy_lab.engine.xla_profile import _call_times, _Event, _head_wait
+    from tripy_lab.engine.xla.profile import _call_times, _Event, _head_wait
 
     line = ("/device:GPU:0", "Stream #1")
 
@@ -203,7 +203,7 @@ def test_a_wait_between_the_body_and_the_head_is_noted():
 def test_sustained_profile_times_back_to_back_calls(xla_exe):
     """The GPU path (calls back to back after sustained work), run on this machine's device: each kept call
     is cut from the trace whole, its compute lies inside its period, and the layer times still sum up."""
-    from tripy_lab.engine import xla_profile
+    from tripy_lab.engine.xla import profile as xla_profile
 
     compiled = xla_exe._compiled
     args = xla_exe.engine_args(x=np.ones((64, 192), np.float32))
@@ -222,7 +222,7 @@ def test_a_failing_call_is_not_taken_for_a_missing_profiler():
     """The sustained path starts its profiler session, then runs the calls: their own error reaches the user
     (a None here would read as "no profiler events" and time something else)."""
     from tripy_lab.core.errors import TripyException
-    from tripy_lab.engine import xla_profile
+    from tripy_lab.engine.xla import profile as xla_profile
 
     def call():
         raise TripyException("Argument 'x' has dtype float64, expected float32.")

@@ -232,7 +232,7 @@ class FakeTrtConfig:
 
 
 def test_tensorrt_timing_cache_is_read_only_from_your_own_file(tmp_path):
-    from tripy_lab.engine.tensorrt_profile import attach_timing_cache
+    from tripy_lab.engine.tensorrt.profile import attach_timing_cache
 
     path = tmp_path / "trt" / "timing.cache"
     _, state = attach_timing_cache(FakeTrtConfig(), str(path))
@@ -278,7 +278,7 @@ def test_timing_cache_writes_are_batched_and_flushed(tmp_path):
 def test_gpu_autotune_folder_round_trips_nested_results_and_stays_inside(tmp_path):
     """XLA (jax 0.11, CUDA) writes per-fusion autotune results in sub-folders: the timing cache keeps them by
     relative path, restores them into a fresh folder, and never writes outside it."""
-    from tripy_lab.engine.xla_cache import XlaStore
+    from tripy_lab.engine.xla.cache import XlaStore
 
     timing = tmp_path / "timing.cache"
     store = XlaStore(str(tmp_path / "xla"), str(timing))
@@ -304,6 +304,6 @@ def test_gpu_autotune_folder_round_trips_nested_results_and_stays_inside(tmp_pat
 
 
 def xla_cache_option() -> str:
-    from tripy_lab.engine.xla_cache import AUTOTUNE_OPTION
+    from tripy_lab.engine.xla.cache import AUTOTUNE_OPTION
 
     return AUTOTUNE_OPTION

@@ -103,6 +103,12 @@ class CompiledEngine(ABC):
 
     last_profile: EngineProfile | None = None  # set by the lab's timing runs; the Engine tab shows it
 
+    def warm(self, signature: dict[str, Any]) -> bool:
+        """Compile ``signature`` ({argument: shape, or value for a DimensionInputInfo}) now, if this engine compiles
+        per shape and has not yet; True when it compiled. Default: False, nothing to do (one build covers every
+        shape in the profile). Raises TripyException for a signature outside the profile or one that fails."""
+        return False
+
     def to_device(self, array: Any) -> Any:
         """A data argument as this engine's resident input (GPU engines upload it once), for timing."""
         return array

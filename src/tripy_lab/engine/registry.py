@@ -11,10 +11,10 @@ from tripy_lab.engine.base import Engine
 
 # name -> "module:Class"; imported only when used, so `import tripy_lab` never pulls in jax or TensorRT.
 ENGINES: dict[str, str] = {
-    "reference": "tripy_lab.engine.reference:ReferenceEngine",
-    "xla": "tripy_lab.engine.xla:XlaEngine",
-    "tensorrt": "tripy_lab.engine.tensorrt:TensorRTEngine",
-    "onnxruntime": "tripy_lab.engine.onnx_runtime:OnnxRuntimeEngine",
+    "reference": "tripy_lab.engine.reference.ops:ReferenceEngine",
+    "xla": "tripy_lab.engine.xla.build:XlaEngine",
+    "tensorrt": "tripy_lab.engine.tensorrt.build:TensorRTEngine",
+    "onnxruntime": "tripy_lab.engine.onnx.build:OnnxRuntimeEngine",
 }
 
 

@@ -285,24 +285,34 @@ class Executable:
         values = self._bind(args, kwargs)
         return [self._checked_arg(spec, value) for spec, value in zip(self._specs, values)]
 
+    def warm(self, shapes="ladder", *, background: bool = True, limit: int = 32):
+        """Compile, ahead of their first call, shapes inside the profile that calls will meet: ``"ladder"`` (each
+        dynamic dim at min, the powers of two between, opt and max, the others at opt; then all of them together)
+        or a list of ``{argument: shape}`` dicts. Runs on a low-priority background thread (``background=False``:
+        here, now) and returns a ``WarmUp`` (``.wait()``, ``.cancel()``, ``.built``, ``.skipped``). Engines that
+        build every shape at once (onnxruntime, reference) have nothing to do."""
+        from tripy_lab.executable.warm import warm
+
+        return warm(self, shapes, background=background, limit=limit)
+
     def export_onnx(self, path: str) -> str:
         """Write the program as an ONNX model (one graph for the whole profile, checked by onnx.checker).
 
         The same graph the ``onnxruntime`` engine runs; feed it to ``trtexec_command()`` or Netron.
         """
-        from tripy_lab.engine.onnx_export import export_onnx
+        from tripy_lab.engine.onnx.export import export_onnx
 
         return export_onnx(self._program, path, getattr(self._compiled, "lowering", None))
 
     def trtexec_command(self, onnx_path: str = "model.onnx") -> str:
         """``trtexec --onnx=... --minShapes/--optShapes/--maxShapes`` for this Executable's InputInfos."""
-        from tripy_lab.engine.onnx_export import trtexec_command
+        from tripy_lab.engine.onnx.export import trtexec_command
 
         return trtexec_command(self._program, onnx_path)
 
     def polygraphy_command(self, onnx_path: str = "model.onnx") -> str:
         """``polygraphy run ... --trt --onnxrt`` with the same min/opt/max shapes."""
-        from tripy_lab.engine.onnx_export import polygraphy_command
+        from tripy_lab.engine.onnx.export import polygraphy_command
 
         return polygraphy_command(self._program, onnx_path)
 

@@ -114,7 +114,7 @@ def profile_text(built) -> str:
 
 def export_commands(built) -> list[tuple[str, str]]:
     """The trtexec / polygraphy lines for the program's profile (``exe.trtexec_command()``)."""
-    from tripy_lab.engine.onnx_export import polygraphy_command, trtexec_command
+    from tripy_lab.engine.onnx.export import polygraphy_command, trtexec_command
 
     program = built.lowered.program
     return [("trtexec", trtexec_command(program)), ("polygraphy", polygraphy_command(program))]

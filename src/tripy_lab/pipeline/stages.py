@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from tripy_lab.core import config
 from tripy_lab.core.errors import TripyException, raise_error
+from tripy_lab.core.gc_pause import gc_paused
 from tripy_lab.engine import BuildOptions, choose, engine_class
 from tripy_lab.engine.base import build_errors
 from tripy_lab.executable import Executable
@@ -37,7 +38,8 @@ class Traced:
 
         start = time.perf_counter()
         try:
-            program = lower(self.trace)
+            with gc_paused():
+                program = lower(self.trace)
         except TripyException:
             raise
         except Exception as exc:  # an xDSL verifier or a lowering rule failing: never a raw exception
@@ -98,14 +100,14 @@ class Lowered:
                                timing_cache_path=config.timing_cache_file_path,
                                compilation_cache_dir=config.xla_cache_dir(), build_shapes=shapes)
         start = time.perf_counter()
-        with build_errors(name, self.program):  # anything an engine lets escape becomes a TripyException
+        with build_errors(name, self.program), gc_paused():  # anything an engine lets escape: a TripyException
             compiled = cls().build(self.program, options)
         compiled.report.reason = reason
         return Built(compiled, time.perf_counter() - start, self, optimization_level)
 
     def to_onnx(self, path: str) -> str:
         """Write this program as an ONNX model (checked by onnx.checker); returns the path."""
-        from tripy_lab.engine.onnx_export import export_onnx
+        from tripy_lab.engine.onnx.export import export_onnx
 
         return export_onnx(self.program, path)
 

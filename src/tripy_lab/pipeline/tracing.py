@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, check_named_dimensions
 from tripy_lab.core.errors import raise_error
+from tripy_lab.core.gc_pause import gc_paused
 from tripy_lab.core.source import return_location
 from tripy_lab.frontend import Module
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
@@ -152,7 +153,7 @@ def trace(func: Callable, args=(), kwargs=None):
     made: list = []
     optable.recording.append(made)
     try:
-        with _compiling():
+        with _compiling(), gc_paused():
             result = func(*call_args, **call_kwargs)
         single = isinstance(result, Tensor)
         outputs = [result] if single else list(result) if isinstance(result, (list, tuple)) else None

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tripy_lab.engine.xla_split import HEAD_NAME, HEAD_PREFIX
+from tripy_lab.engine.xla.split import HEAD_NAME, HEAD_PREFIX
 
 MODULE = "jit_main"
 HEAD_MODULE = "jit_" + HEAD_NAME

@@ -274,8 +274,8 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
     """The ONNX model of ``program.main()``; a TripyException names the op and user line it cannot lower."""
     from onnx import helper
 
-    from tripy_lab.engine.onnx_ops import TABLE
-    from tripy_lab.engine.xla import loc_name
+    from tripy_lab.engine.onnx.ops import TABLE
+    from tripy_lab.engine.xla.build import loc_name
     from tripy_lab.mlir.attrs import elem_of, shape_of
 
     b = _GraphBuilder(program)

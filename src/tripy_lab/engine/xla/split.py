@@ -297,7 +297,7 @@ def layer_records(compiled, op_names, lines):
     """The layer table of a split signature: the body's kernels, then the head's (names prefixed)."""
     from dataclasses import replace
 
-    from tripy_lab.engine.xla_layers import layer_records as records
+    from tripy_lab.engine.xla.layers import layer_records as records
 
     body, head = compiled.texts()
     return records(body, op_names, lines) + [replace(r, name=HEAD_PREFIX + r.name)

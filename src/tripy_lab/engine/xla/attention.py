@@ -6,7 +6,9 @@ The pattern, as the frontend lowers ``softmax(q @ k^T * scale [masked]) @ v``::
     s  = tensorrt.matrix_multiply q, kt
     s  = tensorrt.element_wise <kPROD|kDIV> (s, c)          -- optional; c a scalar constant
     s  = tensorrt.select (mask, fill, s) | (mask, s, fill)  -- optional; fill all -inf (or <= -1e4)
+    s  = tensorrt.cast s to f32                             -- optional, with the cast back below
     p  = tensorrt.softmax {axis = last} s
+    p  = tensorrt.cast p to s's dtype                       -- (softmax in f32 of f16/bf16 scores)
     o  = tensorrt.matrix_multiply p, v
 
 Each intermediate must have no other use that reads its data (``tensorrt.shape`` may read its shape:
@@ -87,6 +89,10 @@ def _producer(value):
     return owner if getattr(owner, "name", "").startswith("tensorrt.") else None
 
 
+def _element(value) -> str:
+    return str(value.type.element_type)
+
+
 def _attr(op, name, default=None):
     from tripy_lab.mlir.dialect import attr_value
 
@@ -110,12 +116,27 @@ def _match_at(op, index) -> Match | None:
             or _attr(op, "op1", "kNONE") != "kNONE":
         return None
     p, v = op.input0, op.input1
-    sm = _producer(p)
     rank = len(p.type.get_shape())
+    chain = []
+    # softmax in f32 of f16/bf16 scores (``softmax(s.float()).half()``): the fused kernel's softmax is f32 too
+    narrow = _producer(p)
+    if narrow is not None and narrow.name == "tensorrt.cast" and _single_use(p):
+        chain.append(narrow)
+        p = narrow.input
+    else:
+        narrow = None
+    sm = _producer(p)
     if sm is None or sm.name != "tensorrt.softmax" or not _single_use(p) or int(_attr(sm, "axis", -1)) != rank - 1:
         return None
-    chain = [sm]
+    chain.append(sm)
     s = sm.input
+    widen = _producer(s)
+    if narrow is not None:
+        if widen is None or widen.name != "tensorrt.cast" or not _single_use(s) \
+                or _element(widen.input) != _element(narrow.results[0]) or _element(s) != "f32":
+            return None
+        chain.append(widen)
+        s = widen.input
     mask = fill = None
     keep_when = True
     sel = _producer(s)
@@ -197,7 +218,7 @@ def _static(value, env, program=None, depth: int = 0) -> np.ndarray | None:
         return None
     if op.name == "tensorrt.constant":
         return np.asarray(program.constant_value(op))
-    from tripy_lab.engine.reference import TABLE
+    from tripy_lab.engine.reference.ops import TABLE
 
     fn = TABLE.get(op.name)
     vals = [_static(o, env, program, depth + 1) for o in op.operands]
@@ -236,6 +257,8 @@ def plan(m: Match, env: dict, device_platform: str, mode: str | None = None, pro
             return None
         impl = "cudnn"
     if impl == "cudnn" and (not low or device_platform == "cpu"):
+        return None
+    if impl == "xla" and low and device_platform == "cpu":  # XLA:CPU has no f16 dot with f32 accumulation
         return None
     if not (np.dtype(k.dtype) == np.dtype(v.dtype) == dt):
         return None
@@ -356,7 +379,8 @@ def _packed_by_kernel(found, env, platform):
     """q, k, v from one ``xla_pallas.linear`` call with ``parts=3``, or None where it does not apply."""
     import jax.numpy as jnp
 
-    from tripy_lab.engine import xla_linear, xla_pallas
+    from tripy_lab.engine.xla import linear as xla_linear
+    from tripy_lab.engine.xla import pallas as xla_pallas
 
     mode = xla_linear.MODE
     if not xla_linear.applies(platform, mode):

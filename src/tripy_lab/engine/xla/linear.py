@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tripy_lab.engine.xla_attention import _attr, _producer  # the same MLIR walking helpers
+from tripy_lab.engine.xla.attention import _attr, _producer  # the same MLIR walking helpers
 
 MODE = "off"
 
@@ -55,7 +55,7 @@ def applies(platform: str, mode: str | None = None) -> bool:
 
 def dtypes_fit(mode: str, x, *others) -> bool:
     """x's element type is one the kernel takes and every other operand has it too."""
-    from tripy_lab.engine import xla_pallas
+    from tripy_lab.engine.xla import pallas as xla_pallas
 
     dt = np.dtype(x.dtype)
     return dt in xla_pallas.dtypes(mode) and all(np.dtype(o.dtype) == dt for o in others)
@@ -114,7 +114,7 @@ def find(ops: list) -> list[Match]:
 
 def plan(m: Match, env: dict, device_platform: str, mode: str | None = None) -> dict | None:
     """Keyword arguments for ``run`` with the values in ``env``, or None: run the ops one by one."""
-    from tripy_lab.engine import xla_pallas
+    from tripy_lab.engine.xla import pallas as xla_pallas
 
     mode = MODE if mode is None else mode
     if not applies(device_platform, mode):
@@ -134,7 +134,7 @@ def plan(m: Match, env: dict, device_platform: str, mode: str | None = None) -> 
 def run(m: Match, env: dict, act: str, interpret: bool):
     import jax.numpy as jnp
 
-    from tripy_lab.engine import xla_pallas
+    from tripy_lab.engine.xla import pallas as xla_pallas
 
     x, w, b = env[m.x], env[m.w], env[m.bias]
     y = xla_pallas.linear(jnp.asarray(x).reshape(-1, x.shape[-1]), jnp.asarray(w).reshape(w.shape[-2:]),

@@ -84,6 +84,7 @@ import math
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -106,9 +107,9 @@ from tripy_lab.engine.base import (
     call_point,
     profile_point,
 )
-from tripy_lab.engine.xla_cache import XlaStore
-from tripy_lab.engine.xla_ops import type_info
-from tripy_lab.engine.xla_split import unknown_option
+from tripy_lab.engine.xla.cache import XlaStore
+from tripy_lab.engine.xla.ops import type_info
+from tripy_lab.engine.xla.split import unknown_option
 
 OPT_LEVEL_OPTIONS: dict[int, dict[str, Any]] = {
     0: {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
@@ -294,7 +295,8 @@ class XlaCompiled(CompiledEngine):
         self._arg_types = [shape_of(a.type) for a in self._block_args]
         self._plans = self._plan(program.ops())
         self._x64 = self._uses_64bit()
-        from tripy_lab.engine import xla_attention, xla_linear
+        from tripy_lab.engine.xla import attention as xla_attention
+        from tripy_lab.engine.xla import linear as xla_linear
 
         ops = [p.op for p in self._plans]  # program.ops(), read once by _plan
         self._attention = {m.ops[-1]: m for m in xla_attention.find(ops)}
@@ -332,6 +334,7 @@ class XlaCompiled(CompiledEngine):
                                   "shapes_built": [], "hits": 0, "misses": 0})
         self._folded: dict[int, list] = {}  # constant op index -> its numpy value (direct StableHLO emission)
         self._execs: dict[tuple, _Built] = {}  # signature (shapes, dims) -> executable
+        self._build_lock = threading.Lock()  # one build after the first at a time: first use or a warm-up
         self._calls: dict[tuple, Any] = {}  # call key (type, shape, dtype per arg; dim values) -> caller(args)
         self._last: Any = None
         self._opt: _Built | None = None
@@ -363,7 +366,7 @@ class XlaCompiled(CompiledEngine):
         return any(info is not None and info[1].itemsize == 8 for p in self._plans for info in p.infos)
 
     def _plan(self, ops) -> list[_OpPlan]:
-        from tripy_lab.engine.xla_ops import STATIC_OK, TABLE
+        from tripy_lab.engine.xla.ops import STATIC_OK, TABLE
 
         plans, missing, origins = [], [], self.program.origins
         lines: dict = {}  # by the location's id first: hashing a SourceLocation hashes every field
@@ -394,7 +397,7 @@ class XlaCompiled(CompiledEngine):
 
     def _shape_values(self) -> set:
         """The SSA values a shape operand is computed from (they must stay static numpy values)."""
-        from tripy_lab.engine.xla_ops import SHAPE_OPERANDS
+        from tripy_lab.engine.xla.ops import SHAPE_OPERANDS
 
         needed: set = set()
         for p in reversed(self._plans):
@@ -407,7 +410,7 @@ class XlaCompiled(CompiledEngine):
         return needed
 
     def _lift_constants(self):
-        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value
+        from tripy_lab.engine.xla.ops import STATIC_RESULT_LIMIT, constant_value
 
         consts, lifted = [], []
         keep = self._shape_values() if not FOLD_CONSTANTS else set()
@@ -487,14 +490,14 @@ class XlaCompiled(CompiledEngine):
         import jax
         import jax.numpy as jnp
 
-        from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, OpContext
+        from tripy_lab.engine.xla.ops import STATIC_RESULT_LIMIT, OpContext
 
         plans, program = self._plans, self.program
         block_args, data_pos, dim_pos = self._block_args, self._data_pos, self._dim_pos
         dim_values = {block_args[i]: np.asarray(v, dtype=self._arg_dtypes[i]) for i, v in zip(dim_pos, dims)}
         outputs, lifted_idx = self._outputs, self._lifted
 
-        from tripy_lab.engine import xla_linear
+        from tripy_lab.engine.xla import linear as xla_linear
 
         attention, by_index = self._attention, {p.index: p for p in plans}
         platform = self.device.platform
@@ -562,7 +565,7 @@ class XlaCompiled(CompiledEngine):
 
     def _run_linear(self, m, env, by_index, platform) -> str | None:
         """Run a Linear + GELU match as one kernel (its name) or return None (run op by op)."""
-        from tripy_lab.engine import xla_linear
+        from tripy_lab.engine.xla import linear as xla_linear
 
         how = xla_linear.plan(m, env, platform)
         if how is None:
@@ -596,7 +599,7 @@ class XlaCompiled(CompiledEngine):
         long: 9 % of the GPT's traced lowering on the 2-core VM)."""
         import jax.numpy as jnp
 
-        from tripy_lab.engine.xla_ops import OpContext
+        from tripy_lab.engine.xla.ops import OpContext
 
         ctx = OpContext(p.op, p.index, env, jnp, program, p.line, p.trace_name, p.location)
         for res, val in zip(p.op.results, p.fn(p.op, [env[v] for v in p.op.operands], ctx)):
@@ -605,7 +608,7 @@ class XlaCompiled(CompiledEngine):
     def _run_attention(self, m, env, by_index, platform) -> str | None:
         """Run one attention match fused (the implementation's name) or return None (the caller runs it op
         by op)."""
-        from tripy_lab.engine import xla_attention
+        from tripy_lab.engine.xla import attention as xla_attention
 
         how = xla_attention.plan(m, env, platform, program=self.program)
         if how is None:
@@ -739,12 +742,12 @@ class XlaCompiled(CompiledEngine):
         avals = [jax.ShapeDtypeStruct(tuple(s), self._arg_dtypes[i]) for s, i in zip(shapes, self._data_pos)]
         avals += [jax.ShapeDtypeStruct(c.shape, c.dtype) for c in self._consts]
         options = dict(self._xla_options)
-        from tripy_lab.engine.xla_direct import direct_lowering
+        from tripy_lab.engine.xla.direct import direct_lowering
 
         t0 = time.perf_counter()
         split = self._split_plan()
         if split is not None:  # two executables, where the signature is big enough (else None: as any other)
-            from tripy_lab.engine.xla_split import lowering
+            from tripy_lab.engine.xla.split import lowering
 
             with _compile_contexts(self._x64):
                 lowered_split = lowering(self, split, shapes, dims, signature, avals, label, options)
@@ -765,7 +768,7 @@ class XlaCompiled(CompiledEngine):
             except Exception as exc:  # the emitted text did not parse, or this jax has no module to replace
                 relower, why = None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
         if relower is not None and self._attention:  # emitted op by op, as the jax path's unfused patterns
-            from tripy_lab.engine import xla_attention
+            from tripy_lab.engine.xla import attention as xla_attention
 
             small = self.device.platform != "cpu" and xla_attention.MODE == "auto"
             self.report.notes.append(f"{label}: attention 0 of {len(self._attention)} pattern(s) fused "
@@ -783,7 +786,7 @@ class XlaCompiled(CompiledEngine):
 
     def _split_plan(self):
         """The ``xla_split.Split`` of this program on this device (found once), or None."""
-        from tripy_lab.engine import xla_split
+        from tripy_lab.engine.xla import split as xla_split
 
         if not xla_split.applies(self.device.platform):
             return None
@@ -1048,8 +1051,11 @@ class XlaCompiled(CompiledEngine):
             names = self._arg_names
             point = call_point(self.program, {**{names[i]: s for i, s in zip(self._data_pos, shapes)},
                                               **{names[i]: d for i, d in zip(self._dim_pos, dims)}})
-            with build_errors("xla", self.program, point):
-                built = self._build(shapes, dims, "first use")
+            with self._build_lock:  # a warm-up may be compiling this very signature: wait for it, not twice
+                built = self._execs.get(sig)
+                if built is None:
+                    with build_errors("xla", self.program, point):
+                        built = self._build(shapes, dims, "first use")
         else:
             self.report.cache["hits"] += 1
         native = (np.ndarray, self._jax.Array)
@@ -1065,6 +1071,17 @@ class XlaCompiled(CompiledEngine):
             pass
         return list(out)
 
+    def warm(self, signature: dict) -> bool:
+        """Compile ``signature`` ({arg: shape or value}) unless it is built; True when this call compiled it."""
+        shapes, dims = self._point_signature("opt", signature)
+        self._validate_signature(shapes, dims)
+        with self._build_lock:
+            if self._sig(shapes, dims) in self._execs:
+                return False
+            with build_errors("xla", self.program, call_point(self.program, signature)):
+                self._build(shapes, dims, "warm-up")
+        return True
+
     def synchronize(self) -> None:
         if self._last is not None:
             self._jax.block_until_ready(self._last)
@@ -1074,7 +1091,7 @@ class XlaCompiled(CompiledEngine):
 
     def profile(self, args: Sequence[Any], calls: int = 10) -> EngineProfile:
         """Device time per call and per layer, from jax's profiler (see ``xla_profile``)."""
-        from tripy_lab.engine.xla_profile import SUSTAIN_S, profile_calls
+        from tripy_lab.engine.xla.profile import SUSTAIN_S, profile_calls
 
         self.run(args)  # builds this signature if it is new
         self.synchronize()
@@ -1106,8 +1123,8 @@ class XlaCompiled(CompiledEngine):
         return self.layers_for(built) if built is not None else []
 
     def layers_for(self, built: _Built) -> list[LayerRecord]:
-        from tripy_lab.engine import xla_split
-        from tripy_lab.engine.xla_layers import layer_records
+        from tripy_lab.engine.xla import split as xla_split
+        from tripy_lab.engine.xla.layers import layer_records
 
         if built._layers is None:
             if isinstance(built.compiled, xla_split.SplitCompiled):

@@ -48,8 +48,8 @@ import numpy as np
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.errors import TripyException
 from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
-from tripy_lab.engine.tensorrt_layers import build_network
-from tripy_lab.engine.tensorrt_profile import (
+from tripy_lab.engine.tensorrt.ops import build_network
+from tripy_lab.engine.tensorrt.profile import (
     ProfileRecord,
     ProgramIndex,
     ProgressLog,

@@ -31,7 +31,7 @@ def export_onnx(program, path: str, lowering=None) -> str:
     """Write ``program`` as ONNX to ``path`` (checked); returns the path."""
     import onnx
 
-    from tripy_lab.engine.onnx_lowering import lower_to_onnx
+    from tripy_lab.engine.onnx.lowering import lower_to_onnx
 
     model = (lowering or lower_to_onnx(program)).model
     big = model.ByteSize() > EXTERNAL_DATA_ABOVE

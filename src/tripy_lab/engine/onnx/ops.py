@@ -4,7 +4,7 @@
 attributes as Python values (``ctx.attr("axis")``), MLIR types (``ctx.elem(v)``, ``ctx.shape(v)``) and
 ``ctx.node(op_type, inputs, **attrs)`` / ``ctx.const(array)`` to emit nodes and initializers.
 
-Every entry keeps the reference engine's meaning (``engine/reference.py``) at every shape of the profile:
+Every entry keeps the reference engine's meaning (``engine/reference/ops.py``) at every shape of the profile:
 shape operands are graph values, never numbers baked in at build time. Where onnxruntime's CPU kernels
 lack a dtype (f16/bf16 math, bool reductions) the entry computes in f32 (or i32) and casts back once,
 which is also what the reference does. Entries that cannot be expressed raise a TripyException naming the

@@ -13,14 +13,14 @@ import contextlib
 import numpy as np
 
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.xla_ops import OpContext
+from tripy_lab.engine.xla.ops import OpContext
 from tripy_lab.mlir.dialect import attr_value
 
 
 def direct_lowering(engine, shapes, dims, pnames, signature, avals):
     """(relower(options) -> (jitted, lowered) of the emitted StableHLO, "") or (None, why not)."""
-    from tripy_lab.engine import xla_attention
-    from tripy_lab.engine.xla_emit import Fallback, replacement_works, swap_into
+    from tripy_lab.engine.xla import attention as xla_attention
+    from tripy_lab.engine.xla.emit import Fallback, replacement_works, swap_into
 
     if why := replacement_works():
         return None, why
@@ -32,12 +32,12 @@ def direct_lowering(engine, shapes, dims, pnames, signature, avals):
         op_at = {p.index: p.op for p in engine._plans}
         small_scores = {op_at[i].results[0]: m for m in engine._attention.values()
                         for i in m.ops if op_at[i].name == "tensorrt.softmax"}
-    from tripy_lab.engine import xla_linear
+    from tripy_lab.engine.xla import linear as xla_linear
 
     if engine._linear and xla_linear.applies(engine.device.platform):
         return None, (f"{len(engine._linear)} linear + GELU pattern(s) may be fused "
                       f"(xla_linear.MODE={xla_linear.MODE!r})")
-    from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE
+    from tripy_lab.engine.xla.emit_ops import FALLBACK, TABLE
 
     missing = sorted({p.op.name for p in engine._plans if TABLE.get(p.op.name, FALLBACK) == FALLBACK})
     if missing:
@@ -121,9 +121,9 @@ def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
     and once per weights attribute (the read-only view of its bytes); a reshape of a static array to a static
     shape is ``ndarray.reshape``, once per (read-only array, shape array); anything else, an error included,
     takes the translation. The test file tests/engine/test_xla_emit_shortcuts.py checks each shortcut."""
-    from tripy_lab.engine.xla_emit import Emitter, Fallback, Val, module_text
-    from tripy_lab.engine.xla_emit_ops import FALLBACK, TABLE, val
-    from tripy_lab.engine.xla_ops import STATIC_RESULT_LIMIT, constant_value
+    from tripy_lab.engine.xla.emit import Emitter, Fallback, Val, module_text
+    from tripy_lab.engine.xla.emit_ops import FALLBACK, TABLE, val
+    from tripy_lab.engine.xla.ops import STATIC_RESULT_LIMIT, constant_value
 
     em, program, block_args = Emitter(), engine.program, engine._block_args
     env: dict = {block_args[i]: np.asarray(v, dtype=engine._arg_dtypes[i]) for i, v in zip(engine._dim_pos, dims)}
@@ -221,8 +221,8 @@ def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
 
 
 def _check_small(m, env, scores) -> None:
-    from tripy_lab.engine import xla_attention
-    from tripy_lab.engine.xla_emit import Fallback
+    from tripy_lab.engine.xla import attention as xla_attention
+    from tripy_lab.engine.xla.emit import Fallback
 
     n = xla_attention.scores_size(m, lambda v: env[v].shape)
     if n >= xla_attention.FUSE_MIN_SCORES and np.dtype(scores.dtype) in (np.float16, np.dtype("bfloat16")):

@@ -81,7 +81,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         import onnx
         import onnxruntime as ort
 
-        from tripy_lab.engine.onnx_lowering import lower_to_onnx, with_carrier_types
+        from tripy_lab.engine.onnx.lowering import lower_to_onnx, with_carrier_types
         from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of
 
         t0 = time.perf_counter()
@@ -198,7 +198,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         return self._layers
 
     def _layer_records(self) -> list[LayerRecord]:
-        from tripy_lab.engine.onnx_lowering import tensor_types
+        from tripy_lab.engine.onnx.lowering import tensor_types
 
         low = self.lowering
         types = tensor_types(low.model)
@@ -244,7 +244,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         optimized node names) on ``args`` (default: random data at the opt shapes), after ``warmup`` runs
         that are not counted (a fresh session allocates on its first run); ``between(feed, n)`` is called
         before each ``block`` of counted runs, with that block's size. -> (``TraceRuns``, build seconds)."""
-        from tripy_lab.engine.onnx_profile import trace_runs
+        from tripy_lab.engine.onnx.profile import trace_runs
 
         args = list(args) if args is not None else self.opt_inputs()
         t0 = time.perf_counter()
@@ -299,7 +299,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         per node) to each node's time and slows the run, so the profiled runs' time is not used as the
         compute time (it exceeded the latency of unprofiled calls).
         """
-        from tripy_lab.engine.onnx_profile import median_node_s
+        from tripy_lab.engine.onnx.profile import median_node_s
 
         compute: list[float] = []
 

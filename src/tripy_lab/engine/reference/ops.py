@@ -24,7 +24,7 @@ from tripy_lab.engine.base import (
     LayerRecord,
     cuda_device_count,
 )
-from tripy_lab.engine.reference_nn import TABLE_NN
+from tripy_lab.engine.reference.ops_nn import TABLE_NN
 from tripy_lab.engine.semantics import float_floor_divide, float_to_int, int_divide, is_float, is_int
 from tripy_lab.mlir.dialect import attr_value
 
@@ -331,7 +331,7 @@ TABLE: dict[str, Callable] = {
     "tensorrt.normalization": lambda op, a, env, prog: _normalization(op, a[0], a[1], a[2]),
     "tensorrt.top_k": lambda op, a, env, prog: _top_k(op, a[0]),
 }
-TABLE.update(TABLE_NN)  # layer ops of the full Tripy API (issue 3): engine/reference_nn.py
+TABLE.update(TABLE_NN)  # layer ops of the full Tripy API (issue 3): engine/reference/ops_nn.py
 
 
 def _cast(x, dt):

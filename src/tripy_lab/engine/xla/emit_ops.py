@@ -19,8 +19,8 @@ from functools import lru_cache
 import numpy as np
 
 from tripy_lab.engine.semantics import is_float, is_int
-from tripy_lab.engine.xla_emit import Fallback, Val, i64_array
-from tripy_lab.engine.xla_ops import _is_low_float, _unit_dims_to_drop
+from tripy_lab.engine.xla.emit import Fallback, Val, i64_array
+from tripy_lab.engine.xla.ops import _is_low_float, _unit_dims_to_drop
 
 FALLBACK = "fallback"
 TABLE: dict[str, object] = {}
@@ -34,7 +34,7 @@ def register(name: str):
     return deco
 
 
-for _name in ("convolution", "deconvolution", "pooling", "resize_nearest",
+for _name in ("deconvolution", "resize_nearest",
               "resize_linear", "resize_cubic", "top_k", "opaque_plugin"):
     TABLE["tensorrt." + _name] = FALLBACK
 
@@ -475,7 +475,7 @@ def _softmax(op, args, ctx, em):
 def _constant(op, args, ctx, em):
     if ctx.index in ctx.lifted:
         return [ctx.lifted[ctx.index]]
-    from tripy_lab.engine.xla_ops import constant_value
+    from tripy_lab.engine.xla.ops import constant_value
 
     return [constant_value(op, ctx.program)]
 
@@ -486,7 +486,7 @@ def _shape(op, args, ctx, em):
 
 
 def _static_shape(ctx, name: str):
-    from tripy_lab.engine.xla_ops import _target_shape
+    from tripy_lab.engine.xla.ops import _target_shape
 
     return _target_shape(ctx, ctx.operand(name))
 
@@ -661,10 +661,95 @@ def _gather(op, args, ctx, em):
     return [select(em, mask, out, scalar(0, data.dtype))]
 
 
+# ---------------------------------------------------------------------------------------------- windows
+def _conv_dims(nsp: int) -> str:
+    sp = ", ".join(str(i) for i in range(nsp))
+    return f"#stablehlo.conv<[b, f, {sp}]x[o, i, {sp}]->[b, f, {sp}]>"
+
+
+def _pads_attr(pads) -> str:
+    pads = list(pads)
+    rows = ", ".join(f"[{int(lo)}, {int(hi)}]" for lo, hi in pads)
+    return f"dense<[{rows}]> : tensor<{len(pads)}x2xi64>"
+
+
+@register("convolution")
+def _convolution(op, args, ctx, em):
+    """``xla_ops._convolution``: one ``stablehlo.convolution`` as ``lax.conv_general_dilated`` writes it (NC..
+    / OI.. layouts, exact f32), then the bias added with numpy's broadcast."""
+    from tripy_lab.engine.xla.ops import _weights, _window_attrs
+
+    x = ctx.operand("input")
+    if not isinstance(x, Val) or not is_float(x.dtype) or not 1 <= x.ndim - 2 <= 3:
+        raise Fallback("convolution of a static, non-float or rank > 5 input")
+    w, b = _weights(ctx, "kernel", "kernelStatic"), _weights(ctx, "bias", "biasStatic")
+    nsp = x.ndim - 2
+    stride, pre, post, dil = _window_attrs(ctx, nsp)
+    groups = int(ctx.attr("num_groups", 1) or 1)
+    w = convert(em, val(em, w), x.dtype) if isinstance(w, Val) else em.const(np.asarray(w).astype(x.dtype))
+    if w.ndim != x.ndim or x.shape[1] != w.shape[1] * groups:
+        raise Fallback("convolution kernel shape")
+    spatial = [(n + lo + hi - d * (k - 1) - 1) // s + 1
+               for n, lo, hi, d, k, s in zip(x.shape[2:], pre, post, dil, w.shape[2:], stride)]
+    prec = "HIGHEST" if x.dtype == np.float32 else "DEFAULT"
+    attrs = {"batch_group_count": "1 : i64", "dimension_numbers": _conv_dims(nsp),
+             "feature_group_count": f"{groups} : i64", "lhs_dilation": i64_array((1,) * nsp),
+             "padding": _pads_attr(zip(pre, post)),
+             "precision_config": f"[#stablehlo<precision {prec}>, #stablehlo<precision {prec}>]",
+             "rhs_dilation": i64_array(dil), "window_reversal": "array<i1: " + ", ".join(["false"] * nsp) + ">",
+             "window_strides": i64_array(stride)}
+    y = em.op("stablehlo.convolution", [x, w], (x.shape[0], w.shape[0], *spatial), x.dtype, attrs,
+              prim="conv_general_dilated")
+    if b is not None:
+        b = reshape(em, convert(em, b, x.dtype), (1, -1) + (1,) * nsp) if isinstance(b, Val) else \
+            np.asarray(b).astype(x.dtype).reshape((1, -1) + (1,) * nsp)
+        y = binary(em, "stablehlo.add", y, b, "add")
+    return [y]
+
+
+def _reduce_window(em, x: Val, init, kind: str, win, strides, pads) -> Val:
+    t = Val("", (), x.dtype).type
+    body = (f'{{\n    ^bb0(%a: {t}, %b: {t}):\n      %r = "stablehlo.{kind}"(%a, %b) : ({t}, {t}) -> {t}\n'
+            f'      "stablehlo.return"(%r) : ({t}) -> ()\n    }}')
+    shape = tuple((n + lo + hi - k) // s + 1 for n, (lo, hi), k, s in zip(x.shape, pads, win, strides))
+    attrs = {"base_dilations": i64_array((1,) * x.ndim), "padding": _pads_attr(pads),
+             "window_dilations": i64_array((1,) * x.ndim), "window_dimensions": i64_array(win),
+             "window_strides": i64_array(strides)}
+    return em.op("stablehlo.reduce_window", [x, em.const(np.asarray(init, x.dtype))], shape, x.dtype, attrs,
+                 region=body, prim="reduce_window_" + _REDUCE_PRIM[kind])
+
+
+@register("pooling")
+def _pooling(op, args, ctx, em):
+    """``xla_ops._pooling`` for float inputs: max as one reduce_window, average as a windowed sum in f32 over
+    the count of real (or all) elements."""
+    (x,) = args
+    if not isinstance(x, Val) or not is_float(x.dtype):
+        raise Fallback("pooling of a static or integer input")
+    nsp = len(ctx.attr("windowSize"))
+    lead = x.ndim - nsp
+    win = (1,) * lead + tuple(int(k) for k in ctx.attr("windowSize"))
+    strides = (1,) * lead + tuple(int(s) for s in ctx.attr("stride", (1,) * nsp))
+    pads = [(0, 0)] * lead + [(int(lo), int(hi)) for lo, hi in zip(ctx.attr("prePadding", (0,) * nsp),
+                                                                 ctx.attr("postPadding", (0,) * nsp))]
+    kind = ctx.attr("poolingType")
+    if kind == "kMAX":
+        return [_reduce_window(em, x, -np.inf, "maximum", win, strides, pads)]
+    if kind != "kAVERAGE":
+        raise Fallback(f"pooling {kind}")
+    s = _reduce_window(em, convert(em, x, np.float32), 0.0, "add", win, strides, pads)
+    if ctx.attr("averageCountExcludesPadding", True):
+        ones = bcast(em, em.const(np.ones((), np.float32)), x.shape)
+        cnt = _reduce_window(em, ones, 0.0, "add", win, strides, pads)
+    else:
+        cnt = scalar(float(np.prod(win)), np.float32)
+    return [convert(em, binary(em, "stablehlo.divide", s, cnt, "div"), x.dtype)]
+
+
 @register("linspace")
 def _linspace(op, args, ctx, em):
     """``xla_ops._linspace`` op for op: zeros + start, plus iota * step[d] along each dim."""
-    from tripy_lab.engine.xla_ops import _target_shape
+    from tripy_lab.engine.xla.ops import _target_shape
 
     dt = ctx.result_dtype()
     if dt == np.bool_:

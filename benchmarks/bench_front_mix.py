@@ -1,0 +1,203 @@
+"""The front half over a mix of op families, at several sizes, vs jax on the same functions (CPU):
+
+    python benchmarks/bench_front_mix.py [--sizes 1000,10000,80000] [--reps 3] [--json out.json]
+
+bench_front.py times one spelling (a chain of element-wise ops). Users write other things, so this one
+builds each program from a block that mixes the families people use — matmul, conv, reductions, softmax,
+reshape/transpose, slices with a dynamic bound read from the input's shape, gather, casts, constants — and
+repeats it until the trace has about ``--sizes`` ops. For each size, in one process:
+
+* trace+lower: ``pipeline.trace(f, args).lower()`` with a dynamic batch vs jax's ``jit(f).lower(x)`` of the
+  same function in jax.numpy (goal <= 0.5x);
+* xla build: ``Lowered.build(engine="xla", shapes="opt")`` vs jax's ``.compile()`` of its lowered program
+  (goal <= 1.2x); skipped above ``--max-build-ops`` trace ops (XLA's own compile is minutes there);
+* time per trace op, so a superlinear stage shows as a rising column (goal: flat from 1k to 80k ops).
+
+Medians of ``--reps`` warm runs, a ``gc.collect()`` before each, both sides timed the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+D = 32  # feature width: small, so the front half dominates, not XLA's compile of big constants
+
+
+def _tp_block(tp, x, w, k, idx, i):
+    """One block of mixed ops on x: (B, D) float32. Returns x of the same shape."""
+    h = x @ w                                                   # matmul
+    h = tp.softmax(h, dim=-1) * float(D)                         # softmax
+    n = x.shape[1] // 2                                          # a dimension read from the input
+    left, right = h[:, :n], h[:, n:]                             # slices with a shape-derived bound
+    h = tp.concatenate([right, left], dim=1)
+    m = tp.mean(h, dim=1, keepdim=True)                          # reductions
+    v = tp.max(h, dim=1, keepdim=True)
+    h = (h - m) / (v + 1.0)
+    img = tp.reshape(h, (-1, 1, 4, D // 4))                       # conv over a reshaped view
+    img = tp.permute(img, (0, 1, 3, 2))
+    img = tp.permute(k(img), (0, 1, 3, 2))
+    h = tp.reshape(img, (-1, D))
+    g = tp.gather(h, 1, idx)                                     # gather
+    q = tp.cast(tp.cast(g, tp.float16), tp.float32)              # casts
+    return tp.tanh(q) + x * (0.5 + 0.01 * (i % 7))               # a constant per block
+
+
+def _jax_block(jnp, jax, x, w, kw, idx, i):
+    h = x @ w
+    h = jax.nn.softmax(h, axis=-1) * float(D)
+    n = x.shape[1] // 2
+    left, right = h[:, :n], h[:, n:]
+    h = jnp.concatenate([right, left], axis=1)
+    m = jnp.mean(h, axis=1, keepdims=True)
+    v = jnp.max(h, axis=1, keepdims=True)
+    h = (h - m) / (v + 1.0)
+    img = jnp.reshape(h, (-1, 1, 4, D // 4))
+    img = jnp.transpose(img, (0, 1, 3, 2))
+    img = jax.lax.conv_general_dilated(img, kw, (1, 1), "SAME")
+    img = jnp.transpose(img, (0, 1, 3, 2))
+    h = jnp.reshape(img, (-1, D))
+    g = jnp.take(h, idx, axis=1)
+    q = g.astype(jnp.float16).astype(jnp.float32)
+    return jnp.tanh(q) + x * (0.5 + 0.01 * (i % 7))
+
+
+def programs(blocks: int):
+    import jax
+    import jax.numpy as jnp
+
+    import tripy_lab as tp
+
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((D, D)) / np.sqrt(D)).astype(np.float32)
+    kw = (rng.standard_normal((1, 1, 3, 3)) / 3).astype(np.float32)
+    idx = rng.permutation(D).astype(np.int32)
+
+    def f_tp(x):
+        tw, tidx = tp.Tensor(w), tp.Tensor(idx)
+        conv = tp.Conv(1, 1, (3, 3), padding=((1, 1), (1, 1)), bias=False)
+        conv.weight = tp.Tensor(kw)
+        for i in range(blocks):
+            x = _tp_block(tp, x, tw, conv, tidx, i)
+        return x
+
+    def f_jax(x):
+        for i in range(blocks):
+            x = _jax_block(jnp, jax, x, w, kw, idx, i)
+        return x
+
+    return f_tp, f_jax
+
+
+def warm_median(fn, reps: int):
+    fn()
+    times, out = [], None
+    for _ in range(reps):
+        gc.collect()
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
+def fresh():
+    import jax
+
+    import tripy_lab as tp
+
+    tp.config.compilation_cache_dir = tempfile.mkdtemp(prefix="tripy-bench-")
+    jax.clear_caches()
+
+
+def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
+    import jax
+
+    import tripy_lab as tp
+    from tripy_lab import pipeline
+
+    probe_tp, _ = programs(1)
+    per_block = len(pipeline.trace(probe_tp, args=[tp.InputInfo(((1, 8, 16), D), tp.float32)]).trace.ops)
+    blocks = max(1, round(target_ops / per_block))
+    f_tp, f_jax = programs(blocks)
+    info = tp.InputInfo(((1, 8, 16), D), tp.float32)
+    x = np.random.default_rng(1).standard_normal((8, D)).astype(np.float32)
+    r = {"target_ops": target_ops, "blocks": blocks}
+    reps_here = reps if target_ops <= 20000 else 1
+
+    t_ours, lowered = warm_median(lambda: pipeline.trace(f_tp, args=[info]).lower(), reps_here)
+    r["trace_ops"] = len(lowered.traced.trace.ops)
+    r["mlir_ops"] = len(lowered.program.ops())
+    r["trace_s"], r["lower_s"] = lowered.traced.seconds, lowered.seconds
+
+    def jax_lower():
+        jax.clear_caches()
+        return jax.jit(f_jax).lower(x)
+
+    t_jax, _ = warm_median(jax_lower, reps_here)
+    r["trace_lower_s"], r["jax_lower_s"] = t_ours, t_jax
+    r["trace_lower_vs_jax_lower"] = t_ours / t_jax
+    r["trace_lower_us_per_op"] = t_ours / r["trace_ops"] * 1e6
+
+    if r["trace_ops"] <= max_build_ops:
+        builds, compiles = [], []
+        for _ in range(max(1, reps_here)):
+            fresh()
+            start = time.perf_counter()
+            built = lowered.build(engine="xla", shapes="opt")
+            builds.append(time.perf_counter() - start)
+            del built
+            fresh()
+            jl = jax.jit(f_jax).lower(x)
+            start = time.perf_counter()
+            jl.compile()
+            compiles.append(time.perf_counter() - start)
+            del jl
+        r["xla_build_s"], r["jax_compile_s"] = statistics.median(builds), statistics.median(compiles)
+        r["xla_build_vs_jax_compile"] = r["xla_build_s"] / r["jax_compile_s"]
+        r["xla_build_us_per_op"] = r["xla_build_s"] / r["trace_ops"] * 1e6
+    return r
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", default="1000,10000,80000")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--max-build-ops", type=int, default=20000)
+    p.add_argument("--json", default=None)
+    a = p.parse_args(argv)
+    import jax
+
+    out = {"jax": jax.__version__, "device": str(jax.devices()[0].device_kind), "machine": platform.machine(),
+           "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "load_average_before": os.getloadavg()[0], "sizes": []}
+    for size in [int(s) for s in a.sizes.split(",")]:
+        r = measure(size, a.reps, a.max_build_ops)
+        out["sizes"].append(r)
+        print(json.dumps(r), flush=True)
+    sizes = out["sizes"]
+    per_op = [s["trace_lower_us_per_op"] for s in sizes]
+    out["per_op_growth"] = per_op[-1] / per_op[0]
+    out["goals"] = {
+        "trace_lower <= 0.5x jax lower (every size)": all(s["trace_lower_vs_jax_lower"] <= 0.5 for s in sizes),
+        "xla build <= 1.2x jax compile (every built size)":
+            all(s["xla_build_vs_jax_compile"] <= 1.2 for s in sizes if "xla_build_s" in s),
+        "time per op flat (largest / smallest <= 1.3)": out["per_op_growth"] <= 1.3,
+    }
+    out["load_average_after"] = os.getloadavg()[0]
+    print(json.dumps({k: v for k, v in out.items() if k != "sizes"}, indent=1))
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Warming an Executable: compile, ahead of the first call, the shapes inside its profile that a user will meet.
+
+An engine that compiles per shape (xla) builds the profile's min, opt and max at compile time and every other
+shape on its first call, which stalls that call for a whole compile (seconds on a GPT). ``Executable.warm``
+compiles a list of shapes — by default a ladder over each dynamic dimension — on a background thread at a low
+OS priority, one at a time, so a slider move or sweep point inside the profile finds its shape built. Each
+compile also lands in the persistent cache, so the next session starts warm too. ``cancel()`` stops after the
+compile under way (XLA cannot abandon one half-way) and joins the thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+
+from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+from tripy_lab.core.errors import TripyException, raise_error
+
+DEFAULT_LIMIT = 32  # a ladder over several dims grows fast; past this, the user names the shapes
+
+
+def _axes(infos: dict) -> list[tuple[tuple, tuple[int, int, int]]]:
+    """The dynamic axes of a profile: ((where, ...), (min, opt, max)) where ``where`` is (arg, dim) or (arg,)
+    for a DimensionInputInfo. Dims that share a NamedDimension, or unnamed dims with the same bounds, move
+    together (they are usually one size, e.g. a batch, seen by several inputs)."""
+    groups: dict[tuple, list] = {}
+    for name, info in infos.items():
+        if isinstance(info, DimensionInputInfo):
+            b = info.value_bounds
+            bounds = (b.min[0], b.opt[0], b.max[0])
+            if bounds[0] != bounds[2]:
+                groups.setdefault(("value", bounds), []).append((name,))
+            continue
+        b = info.shape_bounds
+        for d, (lo, mid, hi) in enumerate(zip(b.min, b.opt, b.max)):
+            if lo == hi:
+                continue
+            key = ("named", info.dimension_names[d]) if d in info.dimension_names else ("dim", (lo, mid, hi))
+            groups.setdefault(key, []).append((name, d))
+    out = []
+    for key, where in groups.items():
+        if key[0] == "named":
+            name, d = where[0]
+            b = infos[name].shape_bounds
+            bounds = (b.min[d], b.opt[d], b.max[d])
+        else:
+            bounds = key[1]
+        out.append((tuple(where), bounds))
+    return out
+
+
+def _rungs(lo: int, mid: int, hi: int) -> list[int]:
+    """min, every power of two strictly between, opt and max: the sizes people pick on a slider or a sweep."""
+    values = {lo, mid, hi}
+    p = 1
+    while p < hi:
+        if p > lo:
+            values.add(p)
+        p *= 2
+    return sorted(values)
+
+
+def _at(infos: dict, moved: dict) -> dict:
+    """The signature {arg: shape or value} with every dim at opt except those in ``moved`` ((arg, dim) -> size)."""
+    sig = {}
+    for name, info in infos.items():
+        if isinstance(info, DimensionInputInfo):
+            sig[name] = moved.get((name,), info.value_bounds.opt[0])
+        else:
+            sig[name] = tuple(moved.get((name, d), n) for d, n in enumerate(info.shape_bounds.opt))
+    return sig
+
+
+def ladder(infos: dict[str, InputInfo | DimensionInputInfo], limit: int = DEFAULT_LIMIT) -> list[dict]:
+    """Signatures to warm: each dynamic axis along its rungs with the others at opt (a slider moving), then all
+    axes together at the same rung index (a sweep growing every dim), without the profile's three points (they
+    are built at compile time); at most ``limit``."""
+    axes = _axes(infos)
+    points = {tuple(sorted(_at(infos, {}).items())), tuple(sorted(_at(infos, _corner(axes, 0)).items())),
+              tuple(sorted(_at(infos, _corner(axes, 2)).items()))}
+    out: list[dict] = []
+
+    def add(moved: dict) -> None:
+        sig = _at(infos, moved)
+        key = tuple(sorted(sig.items()))
+        if key not in points:
+            points.add(key)
+            out.append(sig)
+
+    for where, bounds in axes:
+        for size in _rungs(*bounds):
+            add({w: size for w in where})
+    if len(axes) > 1:
+        rungs = [_rungs(*bounds) for _, bounds in axes]
+        for i in range(max(len(r) for r in rungs)):
+            add({w: r[min(i, len(r) - 1)] for (where, _), r in zip(axes, rungs) for w in where})
+    return out[:limit]
+
+
+def _corner(axes, which: int) -> dict:
+    return {w: bounds[which] for where, bounds in axes for w in where}
+
+
+class WarmUp:
+    """A warm-up under way: ``built`` / ``skipped`` fill in as it goes; ``wait()``, ``cancel()``, ``done``."""
+
+    def __init__(self, compiled, signatures: list[dict], background: bool):
+        self.signatures = signatures
+        self.built: list[dict] = []  # compiled now
+        self.already: list[dict] = []  # built before (at compile time, a first call, an earlier warm-up)
+        self.skipped: list[tuple[dict, str]] = []  # could not be built here, with why (it fails on first use too)
+        self._compiled = compiled
+        self._stop = threading.Event()
+        self._thread = None
+        if background:
+            self._thread = threading.Thread(target=self._run, name="tripy-lab-warm", daemon=True)
+            self._thread.start()
+        else:
+            self._run()
+
+    def _run(self) -> None:
+        if self._thread is not None and hasattr(os, "setpriority"):
+            try:  # Linux: a thread's nice value is its own; compiles then yield to the user's calls
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+            except OSError:
+                pass
+        for sig in self.signatures:
+            if self._stop.is_set():
+                return
+            try:
+                (self.built if self._compiled.warm(sig) else self.already).append(sig)
+            except TripyException as exc:
+                self.skipped.append((sig, exc.summary))
+
+    @property
+    def done(self) -> bool:
+        return self._thread is None or not self._thread.is_alive()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._stop.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until every signature is handled (or ``timeout`` seconds); True when done."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.done
+
+    def cancel(self) -> None:
+        """Build nothing more; returns once the compile under way (if any) has finished and the thread is gone."""
+        self._stop.set()
+        self.wait()
+
+    def __repr__(self) -> str:
+        state = "cancelled" if self.cancelled and self.done else "done" if self.done else "running"
+        handled = len(self.built) + len(self.already) + len(self.skipped)
+        return (f"WarmUp({state}: {handled}/{len(self.signatures)} signatures, {len(self.built)} compiled, "
+                f"{len(self.already)} already built, {len(self.skipped)} skipped)")
+
+
+def warm(exe, shapes="ladder", *, background: bool = True, limit: int = DEFAULT_LIMIT) -> WarmUp:
+    if isinstance(shapes, str):
+        if shapes != "ladder":
+            raise_error("Invalid value for parameter: 'shapes' of Executable.warm.",
+                        [f"Expected \"ladder\" or a list of {{argument: shape}} dicts, but got: {shapes!r}."])
+        signatures = ladder(exe.input_infos, limit)
+    elif isinstance(shapes, Sequence) and all(isinstance(s, dict) for s in shapes):
+        signatures = [_at(exe.input_infos, {}) | dict(s) for s in shapes]
+    else:
+        raise_error("Invalid value for parameter: 'shapes' of Executable.warm.",
+                    [f"Expected \"ladder\" or a list of {{argument: shape}} dicts, but got: {shapes!r}."])
+    return WarmUp(exe._compiled, signatures, background)
