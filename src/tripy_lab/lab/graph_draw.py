@@ -215,8 +215,8 @@ def picture_plan(model: GraphModel, limit: int = 12) -> list[tuple[int | None, l
         queue = []
         for i in level:
             n = model.nodes[i]
-            if not n.children or n.kind not in ("module", "run", "call"):
-                continue
+            if len(n.children) < 2 or n.kind not in ("module", "run", "call") or n.n_const == n.n_ops:
+                continue  # nothing to see inside: one op, or constants only
             sig = _signature(model, i)
             if sig in seen:
                 continue

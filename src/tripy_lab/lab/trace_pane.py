@@ -119,7 +119,8 @@ class TraceView:
             name = "every group opened" if group == -1 else self.model.nodes[group].module or \
                 self.model.nodes[group].label.splitlines()[0]
             body = picture_html(svg, dot, note, limits.svg_image)
-            parts.append(f'<details class="tripy-graph-expanded"><summary style="font-size:12px">{esc(name)} '
+            opened = " open" if len(parts) == 1 else ""  # the first module opened shows, the others on a click
+            parts.append(f'<details class="tripy-graph-expanded"{opened}><summary style="font-size:12px">{esc(name)} '
                          f"opened</summary>{body}</details>")
         if left_out:
             parts.append(note_html(f"{left_out} more opened groups left out (size limit); run the cell to open "
