@@ -6,9 +6,10 @@ Every engine reads the same ``MlirProgram`` (see ``tripy_lab.mlir.program``): it
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -26,11 +27,43 @@ class LayerRecord:
     output_dtypes: tuple[str, ...]
     kernel: str = ""  # kernel, custom-call target or tactic
     mlir_ops: tuple[int, ...] = ()  # indices into program.main() ops, for the crosswalk
+    module: str = ""  # the module path of its source ops ("h.3.attn"; see ``layer_module``), "" at top level
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "source_ops": list(self.source_ops),
                 "source_lines": list(self.source_lines), "output_shapes": [list(s) for s in self.output_shapes],
-                "output_dtypes": list(self.output_dtypes), "kernel": self.kernel, "mlir_ops": list(self.mlir_ops)}
+                "output_dtypes": list(self.output_dtypes), "kernel": self.kernel, "mlir_ops": list(self.mlir_ops),
+                "module": self.module}
+
+
+def layer_module(modules: Sequence[str]) -> str:
+    """The module of a layer made from ops of ``modules``: the innermost one holding all of them (a fusion of
+    ``h.3.attn.c_attn`` and ``h.3.attn.c_proj`` ops is ``h.3.attn``); when that is the top level but the ops
+    come from modules, those modules joined by `` + `` (at most three, then ``…``)."""
+    distinct = list(dict.fromkeys(modules))
+    if len(distinct) <= 1:
+        return distinct[0] if distinct else ""
+    common = distinct[0].split(".")
+    for path in distinct[1:]:
+        parts = path.split(".") if path else []
+        k = 0
+        while k < min(len(common), len(parts)) and common[k] == parts[k]:
+            k += 1
+        common = common[:k]
+    if common:
+        return ".".join(common)
+    named = [m for m in distinct if m]
+    return " + ".join(named[:3]) + (" + …" if len(named) > 3 else "")
+
+
+def with_modules(layers: list[LayerRecord], origins: Mapping) -> list[LayerRecord]:
+    """``layers`` with ``module`` filled from the origins (``MlirProgram.origins``) of their source ops."""
+    out = []
+    for layer in layers:
+        modules = [origins[n].module for n in layer.source_ops if n in origins]
+        module = layer_module(modules) if modules else ""
+        out.append(dataclasses.replace(layer, module=module) if module != layer.module else layer)
+    return out
 
 
 @dataclass

@@ -47,7 +47,10 @@ class _Malformed(Exception):
 def _origin_json(o: OpOrigin) -> dict:
     loc = o.location
     where = None if loc is None else [loc.file, loc.line, loc.function, loc.col, loc.end_col]
-    return {"trace_op": o.trace_op, "text": o.text, "location": where}
+    out = {"trace_op": o.trace_op, "text": o.text, "location": where}
+    if o.module:  # the op's module path (issue 25); older files have none
+        out["module"] = o.module
+    return out
 
 
 def digest_of(data: dict) -> str:
@@ -120,15 +123,16 @@ def _origin(entry) -> OpOrigin:
     if not isinstance(entry, dict):
         raise _Malformed(f"an entry of 'origins' is {type(entry).__name__}, expected an object")
     trace_op, text_ = _need(entry, "trace_op", str, "a string"), _need(entry, "text", str, "a string")
+    module = _need(entry, "module", str, "a string (a module path)") if "module" in entry else ""
     loc = entry.get("location")
     if loc is None:
-        return OpOrigin(trace_op, text_, None)
+        return OpOrigin(trace_op, text_, None, module)
     kinds = (str, int, str, (int, type(None)), (int, type(None)))
     if not isinstance(loc, list) or len(loc) != 5 or not all(
             isinstance(v, k) and not isinstance(v, bool) for v, k in zip(loc, kinds)):
         raise _Malformed(f"origin {trace_op!r}: location must be [file, line, function, col, end_col], "
                          f"got {_short(loc)}")
-    return OpOrigin(trace_op, text_, SourceLocation(*loc))
+    return OpOrigin(trace_op, text_, SourceLocation(*loc), module)
 
 
 def _profile(attrs: dict, key: str, name: str) -> tuple[list[int], list[int], list[int]]:

@@ -10,6 +10,7 @@ from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_init, ops_shape
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.checks import check_ints, check_sequence
+from tripy_lab.frontend.scopes import call_module, recording, scoped_call
 from tripy_lab.frontend.tensor import Tensor
 
 
@@ -40,6 +41,11 @@ class Module:
         # Programs written for older Tripy override __call__ instead of forward: their signature is __call__'s.
         overrides_call = type(self).__call__ is not Module.__call__
         self.__signature__ = inspect.signature(self.__call__ if overrides_call else self.forward)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__call__" in vars(cls):  # an older program's own __call__ records its ops under the module's path
+            cls.__call__ = scoped_call(vars(cls)["__call__"])
 
     def __setattr__(self, name: str, value) -> None:
         current = self.__dict__.get(name)
@@ -111,14 +117,15 @@ class Module:
         for key, value in self.state_dict().items():
             # Required placeholders only: a dummy input_scale would quietly clamp a Linear's inputs.
             if type(value) is DefaultParameter:
-                self._set_by_key(key, ops_init.ones(value.shape or (), value.dtype))
+                with recording(key.rpartition(".")[0], "initialize_dummy_parameters"):
+                    self._set_by_key(key, ops_init.ones(value.shape or (), value.dtype))
 
     def __call__(self, *args, **kwargs):
         unset = [k for k, v in self.state_dict().items() if type(v) is DefaultParameter]
         if unset:
             raise_error("Some parameters were never set in the module. Please assign tensors for these parameters.",
                         [f"Unset: {unset}"])
-        return self.forward(*args, **kwargs)
+        return call_module(self, self.forward, args, kwargs)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError

@@ -53,7 +53,8 @@ from tripy_lab.frontend.ops_shape import (
     transpose,
     unsqueeze,
 )
-from tripy_lab.frontend.tensor import Tensor
+from tripy_lab.frontend.scopes import public, public_property
+from tripy_lab.frontend.tensor import DimensionSize, Tensor
 
 PUBLIC = [
     "allclose", "arange", "cast", "concatenate", "cos", "equal", "exp", "expand", "flatten", "full",
@@ -87,8 +88,17 @@ def _bind_operators() -> None:
         "__matmul__": matmul, "__rmatmul__": reflected(matmul), "__getitem__": X.getitem,
     }
     for name, fn in table.items():
-        setattr(Tensor, name, fn)
+        setattr(Tensor, name, public(fn, name))
     Tensor.__hash__ = object.__hash__
+    # every op a public call makes shares its CallScope (frontend/scopes.py)
+    Tensor.shape = public_property(Tensor.shape, "shape")
+    for cls in (Tensor, DimensionSize):
+        cls.__init__ = public(cls.__init__, cls.__name__)
+    namespace = globals()
+    for name in PUBLIC:
+        namespace[name] = public(namespace[name], name)
+    for name, fn in METHODS.items():
+        METHODS[name] = public(fn, name)
 
 
 _bind_operators()

@@ -17,13 +17,13 @@ import numpy as np
 from tripy_lab.lab import timing
 from tripy_lab.lab.html import esc
 
-COLUMNS = ["layer", "kind", "time_ms", "share", "source_ops", "source_lines", "kernel", "mlir_ops"]
+COLUMNS = ["layer", "kind", "module", "time_ms", "share", "source_ops", "source_lines", "kernel", "mlir_ops"]
 
 
 def profile(exe, shapes: str | dict = "opt", calls: int = 20, warmup: int = 3):
     """Time ``exe`` at ``shapes`` and return its layer table with a time per layer -> DataFrame.
 
-    Columns: layer, kind, time_ms (median per call), share (of the median compute time), source_ops,
+    Columns: layer, kind, module, time_ms (median per call), share (of the median compute time), source_ops,
     source_lines, kernel, mlir_ops; ``df.attrs`` holds ``compute_ms``, ``layers_ms`` (the layer times
     summed), ``method`` (how the engine measured) and ``shape``.
     """
@@ -45,7 +45,7 @@ def layer_times_frame(prof):
     rows = []
     for ly in prof.layers:
         t = prof.layer_s.get(ly.name, 0.0)
-        rows.append({"layer": ly.name, "kind": ly.kind, "time_ms": t * 1e3,
+        rows.append({"layer": ly.name, "kind": ly.kind, "module": ly.module, "time_ms": t * 1e3,
                      "share": t / compute if compute > 0 else float("nan"),
                      "source_ops": " ".join(ly.source_ops), "source_lines": " ".join(ly.source_lines),
                      "kernel": ly.kernel, "mlir_ops": ",".join(map(str, ly.mlir_ops))})

@@ -221,6 +221,7 @@ def layers_frame(layers):
         {
             "layer": ly.name,
             "kind": ly.kind,
+            "module": ly.module,
             "source ops": " ".join(ly.source_ops),
             "user lines": " ".join(ly.source_lines),
             "shapes": " ".join(_shape(s) for s in ly.output_shapes),
@@ -230,7 +231,7 @@ def layers_frame(layers):
         }
         for ly in layers
     ]
-    columns = ["layer", "kind", "source ops", "user lines", "shapes", "dtype", "kernel", "mlir ops"]
+    columns = ["layer", "kind", "module", "source ops", "user lines", "shapes", "dtype", "kernel", "mlir ops"]
     return LabFrame(rows, columns=columns)
 
 

@@ -168,10 +168,10 @@ _DESC, _CHILD = (f for f, _ in NameLoc.get_irdl_definition().parameters)  # ("de
 _new, _set = object.__new__, object.__setattr__
 
 
-def name_loc(name: str, child: FileLineColLoc | UnknownLoc) -> NameLoc:
+def name_loc(name: str, child: FileLineColLoc | UnknownLoc | NameLoc) -> NameLoc:
     """``loc("name"(child))``: equal to ``NameLoc(StringAttr(name), child)``, without its generic verifiers
     (~4 us per op of a lowering), which check only what the types here guarantee: a string and a location."""
-    if type(name) is not str or type(child) not in (FileLineColLoc, UnknownLoc):
+    if type(name) is not str or type(child) not in (FileLineColLoc, UnknownLoc, NameLoc):
         return NameLoc(StringAttr(name), child)
     desc = _NAMES.get(name)
     if desc is None:  # every program names its ops %t0, %t1, ...: one immutable StringAttr per name

@@ -287,22 +287,38 @@ def _arg_attrs(info) -> DictionaryAttr:
 _UNKNOWN = UnknownLoc()
 
 
-def _location(name: str, loc):
-    """``loc("%t5"("file.py":12:5))`` of the trace op ``name`` made at ``loc`` (columns 1-based)."""
+def _location(name: str, loc, module: str = ""):
+    """``loc("%t5"("file.py":12:5))`` of the trace op ``name`` made at ``loc`` (columns 1-based); inside a module,
+    ``loc("%t5"("h.3.attn"("file.py":12:5)))``: the trace op's name stays outermost (engines find origins by it),
+    the module path names the source location, as MLIR-TensorRT names ops."""
     if loc is None:
-        return name_loc(name, _UNKNOWN)
-    # one SourceLocation object per user position (core.source caches them), many ops each: remember its
-    # FileLineColLoc by id (hashing the frozen dataclass hashes its fields); the entry holds loc, so the id stays
-    hit = _FILE_LOC_OF.get(id(loc))
-    if hit is not None and hit[0] is loc:
-        return name_loc(name, hit[1])
-    child = file_loc(loc.file, loc.line, (loc.col or 0) + 1)
-    if len(_FILE_LOC_OF) >= 1 << 14:
-        _FILE_LOC_OF.clear()
-    _FILE_LOC_OF[id(loc)] = (loc, child)
+        child = _UNKNOWN
+    else:
+        # one SourceLocation object per user position (core.source caches them), many ops each: remember its
+        # FileLineColLoc by id (hashing the frozen dataclass hashes its fields); the entry holds loc, so the id stays
+        hit = _FILE_LOC_OF.get(id(loc))
+        if hit is not None and hit[0] is loc:
+            child = hit[1]
+        else:
+            child = file_loc(loc.file, loc.line, (loc.col or 0) + 1)
+            if len(_FILE_LOC_OF) >= 1 << 14:
+                _FILE_LOC_OF.clear()
+            _FILE_LOC_OF[id(loc)] = (loc, child)
+    if module:
+        key = (module, id(child))  # the FileLineColLocs are shared (attrs.file_loc): one NameLoc a position
+        hit = _MODULE_LOC_OF.get(key)
+        if hit is not None and hit[0] is child:
+            child = hit[1]
+        else:
+            named = name_loc(module, child)
+            if len(_MODULE_LOC_OF) >= 1 << 14:
+                _MODULE_LOC_OF.clear()
+            _MODULE_LOC_OF[key] = (child, named)
+            child = named
     return name_loc(name, child)
 
 
+_MODULE_LOC_OF: dict[tuple, tuple] = {}
 _FILE_LOC_OF: dict[int, tuple] = {}
 
 
@@ -322,7 +338,7 @@ def lower(trace: Trace) -> MlirProgram:
             values[op.outputs[0]] = _Deferred(ctx, op)
             origins[name] = of_trace_op(op)
             continue
-        ctx.location = _location(name, op.location)
+        ctx.location = _location(name, op.location, op.module)
         if kind in _STATIC_OPERANDS:
             ins = [values[t] if _takes_static(op, i, t) else value(t) for i, t in enumerate(op.inputs)]
         else:
@@ -337,7 +353,8 @@ def lower(trace: Trace) -> MlirProgram:
             values[t] = v
         origins[name] = of_trace_op(op)
     if trace.ops and trace.ops[-1].kind == "constant":  # constants returned as outputs: at the last op's location
-        ctx.location = _location(trace.ops[-1].outputs[0].name, trace.ops[-1].location)
+        last = trace.ops[-1]
+        ctx.location = _location(last.outputs[0].name, last.location, last.module)
     outs = [ctx.value(t) for t in trace.outputs]
     ret = ReturnOp(*outs)
     block.add_op(ret)

@@ -14,7 +14,7 @@ from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import user_location
 from tripy_lab.executable.serialize import _Malformed as Malformed
 from tripy_lab.executable.serialize import dimension_names
-from tripy_lab.mlir.program import MlirProgram
+from tripy_lab.mlir.program import MlirProgram, origins_from_locations
 
 _OP_NAME = re.compile(r"\b[a-z_]+\.[a-z_.]+\b")
 _UNDEFINED = re.compile(r"values used but not defined: \[(%[\w$.\-]+)")
@@ -155,4 +155,5 @@ def program_from_text(text: str, like: MlirProgram | None = None,
     else:
         names = [f"arg{k}" for k in range(len(infos))]
         outputs, origins = [f"out{k}" for k in range(n_out)], {}
+    origins = origins_from_locations(main, origins)  # ops the original lacks: what their locations say
     return MlirProgram(module, names, dict(zip(names, infos)), outputs, origins, blobs)

@@ -149,6 +149,9 @@ def trace(func: Callable, args=(), kwargs=None):
         for key, tensor in func.state_dict().items():
             if isinstance(tensor, Tensor):
                 tensor.name = key  # weights show up in the IR by their state_dict key
+                producer = tensor.trace_tensor.producer
+                if producer is not None and not producer.module:  # made outside a forward: its owner's
+                    producer.module = key.rpartition(".")[0]
     name = getattr(func, "__name__", type(func).__name__)
     made: list = []
     optable.recording.append(made)

@@ -113,8 +113,8 @@ class Trace:
                   for i, t in enumerate(self.outputs)]
         lines.append("):")
         for op in self.ops:
-            where = f"  # {op.location.short}" if op.location else ""
-            lines.append(f"    {op}{where}")
+            where = op.scope_str()
+            lines.append(f"    {op}  # {where}" if where else f"    {op}")
         lines.append("    return " + ", ".join(t.name for t in self.outputs))
         return "\n".join(lines)
 

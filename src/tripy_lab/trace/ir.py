@@ -106,6 +106,12 @@ class TraceOp:
         types = ", ".join([t.type_str() for t in self.outputs])
         return f"{', '.join(names[n:])} = {self.kind}({', '.join(args)}) : {types}"
 
+    def scope_str(self) -> str:
+        """Where the op came from, as the trace listing's comment: ``h.3.attn · softmax @ model.py:12``."""
+        scope = " · ".join([part for part in (self.module, self.call.name if self.call else "") if part])
+        where = self.location.short if self.location else ""
+        return f"{scope} @ {where}" if scope and where else scope or where
+
     def __str__(self) -> str:
         return self.listing()
 

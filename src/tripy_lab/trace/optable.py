@@ -13,6 +13,8 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.errors import raise_error
 from tripy_lab.trace import rules_nn as nn
 from tripy_lab.trace.ir import TraceOp, TraceTensor
+from tripy_lab.trace.scopes import STATE as _SCOPES
+from tripy_lab.trace.scopes import current_call
 
 Shape = tuple[int | None, ...]
 Rule = Callable[[list[TraceTensor], dict], list[tuple[Shape, dtypes.dtype]]]
@@ -243,7 +245,10 @@ def apply(kind: str, inputs: list[TraceTensor], params: dict | None = None, loca
             break
     outputs = [TraceTensor(shape=tuple(s), dtype=dt, location=location, is_compile_tracer=tracer)
                for s, dt in results]
-    op = TraceOp(kind, list(inputs), outputs, params, location)
+    call = _SCOPES.call  # current_call(location), inlined for the common cases (every op asks)
+    if call is None and _SCOPES.call_name is not None:
+        call = current_call(location)
+    op = TraceOp(kind, list(inputs), outputs, params, location, _SCOPES.module, call)
     for out in outputs:
         out.producer = op
     if recording:
@@ -261,7 +266,10 @@ def record(kind: str, inputs: list[TraceTensor], shape: Shape, dtype: dtypes.dty
             tracer = True
             break
     out = TraceTensor(shape=shape, dtype=dtype, location=location, is_compile_tracer=tracer)
-    out.producer = op = TraceOp(kind, inputs, [out], params, location)
+    call = _SCOPES.call
+    if call is None and _SCOPES.call_name is not None:
+        call = current_call(location)
+    out.producer = op = TraceOp(kind, inputs, [out], params, location, _SCOPES.module, call)
     if recording:
         recording[-1].append(op)
     return out

@@ -41,7 +41,15 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
+from tripy_lab.engine.base import (
+    BuildOptions,
+    BuildReport,
+    CompiledEngine,
+    Engine,
+    EngineProfile,
+    LayerRecord,
+    with_modules,
+)
 
 OPT_LEVELS = {0: "ORT_DISABLE_ALL", 1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 3: "ORT_ENABLE_ALL",
               4: "ORT_ENABLE_ALL", 5: "ORT_ENABLE_ALL"}
@@ -194,7 +202,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
     @property
     def layers(self) -> list[LayerRecord]:
         if self._layers is None:
-            self._layers = self._layer_records()
+            self._layers = with_modules(self._layer_records(), self.program.origins)
         return self._layers
 
     def _layer_records(self) -> list[LayerRecord]:

@@ -23,6 +23,7 @@ from tripy_lab.engine.base import (
     EngineProfile,
     LayerRecord,
     cuda_device_count,
+    with_modules,
 )
 from tripy_lab.engine.reference.ops_nn import TABLE_NN
 from tripy_lab.engine.semantics import float_floor_divide, float_to_int, int_divide, is_float, is_int
@@ -360,7 +361,7 @@ class ReferenceCompiled(CompiledEngine):
         self.program = program
         self.report = report
         self._ops = program.ops()
-        self._layers = [self._layer(i, op) for i, op in enumerate(self._ops)]
+        self._layers = with_modules([self._layer(i, op) for i, op in enumerate(self._ops)], program.origins)
 
     def _layer(self, i: int, op) -> LayerRecord:
         origin = self.program.origin_of(op)

@@ -47,7 +47,7 @@ import numpy as np
 
 from tripy_lab.core.arrays import to_host
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord
+from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, LayerRecord, with_modules
 from tripy_lab.engine.tensorrt.ops import build_network
 from tripy_lab.engine.tensorrt.profile import (
     ProfileRecord,
@@ -516,7 +516,7 @@ class TensorRTEngine(Engine):
         if engine is None:
             raise TripyException("TensorRT could not deserialize the engine it built.", errors[-10:])
         info = engine.create_engine_inspector().get_engine_information(trt.LayerInformationFormat.JSON)
-        layers = layer_records(info, ProgramIndex.from_program(program))
+        layers = with_modules(layer_records(info, ProgramIndex.from_program(program)), program.origins)
         cuda = Cuda()
         notes.append(f"built in {build_s:.3f}s; engine {len(plan)} bytes; {len(layers)} engine layers")
         notes.append(f"results are {output_allocator(cuda)[0]} arrays on the GPU")

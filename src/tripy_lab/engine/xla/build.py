@@ -1080,6 +1080,16 @@ class XlaCompiled(CompiledEngine):
                 return False
             with build_errors("xla", self.program, call_point(self.program, signature)):
                 self._build(shapes, dims, "warm-up")
+        # one call on zeros: the device loads the executable's kernels on its first run (tens of ms on a GPU)
+        args: list = [None] * len(self._block_args)
+        for i, shape in zip(self._data_pos, shapes):
+            args[i] = np.zeros(shape, self._arg_dtypes[i])
+        for i, value in zip(self._dim_pos, dims):
+            args[i] = np.asarray(value, np.int32)
+        try:
+            self._jax.block_until_ready(self.run(args))
+        except Exception:  # zeros the program refuses at run time: built all the same, the first call loads it
+            pass
         return True
 
     def synchronize(self) -> None:
@@ -1123,6 +1133,7 @@ class XlaCompiled(CompiledEngine):
         return self.layers_for(built) if built is not None else []
 
     def layers_for(self, built: _Built) -> list[LayerRecord]:
+        from tripy_lab.engine.base import with_modules
         from tripy_lab.engine.xla import split as xla_split
         from tripy_lab.engine.xla.layers import layer_records
 
@@ -1131,6 +1142,7 @@ class XlaCompiled(CompiledEngine):
                 built._layers = xla_split.layer_records(built.compiled, self._op_names, self._lines)
             else:
                 built._layers = layer_records(built.hlo, self._op_names, self._lines)
+            built._layers = with_modules(built._layers, self.program.origins)
         return built._layers
 
     @property

@@ -200,7 +200,7 @@ def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
                     raise Fallback(f"{op.name}: {type(exc).__name__}: {exc}") from exc
             for k, (res, r) in enumerate(zip(op_results, results)):
                 if small_scores and res in small_scores:
-                    _check_small(small_scores[res], env, r)
+                    _check_small(small_scores[res], env)
                 if wants[k] is None:
                     raise Fallback(f"{op.name} result {k} has the type {res.type}, not a tensor type")
                 want, dt = wants[k]
@@ -220,10 +220,11 @@ def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
     return module_text(pnames, args, em.lines, em.aliases), outs
 
 
-def _check_small(m, env, scores) -> None:
+def _check_small(m, env) -> None:
     from tripy_lab.engine.xla import attention as xla_attention
     from tripy_lab.engine.xla.emit import Fallback
 
     n = xla_attention.scores_size(m, lambda v: env[v].shape)
-    if n >= xla_attention.FUSE_MIN_SCORES and np.dtype(scores.dtype) in (np.float16, np.dtype("bfloat16")):
+    q = env[m.q]  # the kernel's dtype is q's: the scores may be f32 (a softmax in f32 of f16 attention)
+    if n >= xla_attention.FUSE_MIN_SCORES and np.dtype(q.dtype) in (np.float16, np.dtype("bfloat16")):
         raise Fallback(f"an attention's scores have {n} elements (>= xla_attention.FUSE_MIN_SCORES): fused by jax")
