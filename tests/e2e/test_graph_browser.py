@@ -114,6 +114,17 @@ def test_gpt_graph_folds_expands_searches_and_shades(lab):
     assert fill not in (None, "#e0e7ff"), fill  # shaded, not the plain module colour
     lab.screenshot("graph-gpt-4-timing.png", view)
 
+    # the crosswalk draws the same folded graph: selecting h.0.attn selects its MLIR lines and layers
+    tab(view, "Crosswalk").click()
+    walk = view.locator(".tripy-crosswalk")
+    cgraph = walk.locator('[data-tripy-pane="graph"] [data-tripy-graph]')
+    node(cgraph, "m:h.0").click()
+    node(cgraph, "m:h.0.attn").click()
+    expect(walk.locator(".tripy-mlir-line.tripy-selected")).not_to_have_count(0, timeout=TIMEOUT)
+    expect(walk.locator("tr.tripy-layer-row.tripy-selected")).not_to_have_count(0)
+    expect(walk.locator(".tripy-mlir-region[data-module='h.0']")).to_have_count(1)  # MLIR folds by module
+    lab.screenshot("graph-gpt-5-crosswalk.png", view)
+
 
 def test_failing_matmul_is_drawn_red(lab):
     cells = [SETUP.format(bench=str(BENCH)),
@@ -157,7 +168,8 @@ def test_sam2_stack_and_20k_ops_drawn_folded(lab):
         expect(node(sam, name)).to_have_count(1)
     node(sam, "m:stage1.0").click()
     expect(node(sam, "m:stage1.0.attn")).to_be_visible(timeout=TIMEOUT)
-    lab.screenshot("graph-sam2.png", outputs.nth(1))
+    sam.scroll_into_view_if_needed()
+    lab.screenshot("graph-sam2.png")
 
     long = outputs.nth(2).locator("[data-tripy-graph]")
     expect(outputs.nth(2)).to_contain_text(re.compile(r"2\d{4}"), timeout=TIMEOUT)  # the op count printed
@@ -167,4 +179,5 @@ def test_sam2_stack_and_20k_ops_drawn_folded(lab):
     runs = long.locator('g.node[data-node-id^="r:"]')
     runs.first.click()
     expect(long.locator('g.cluster[data-node-id^="r:"]')).to_have_count(1, timeout=TIMEOUT)
-    lab.screenshot("graph-20k.png", outputs.nth(2))
+    long.scroll_into_view_if_needed()
+    lab.screenshot("graph-20k.png")

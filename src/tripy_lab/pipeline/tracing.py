@@ -97,7 +97,13 @@ def failed_call(exc: BaseException, made: list) -> dict | None:
     frontend = [f.f_globals.get("__name__", "").startswith("tripy_lab.frontend") for f in frames]
     user = [not f.f_globals.get("__name__", "").startswith("tripy_lab") for f in frames]
     last_user = max((k for k, u in enumerate(user) if u), default=-1)
-    call = next((f for k, f in enumerate(frames) if k > last_user and frontend[k]), None)
+    call, public = None, None
+    for k in range(last_user + 1, len(frames)):
+        if frames[k].f_globals.get("__name__") == "tripy_lab.frontend.scopes":  # the public-call wrapper
+            public = public or frames[k].f_locals.get("name")
+        elif frontend[k]:
+            call = frames[k]
+            break
     if call is None:
         return None
     code = call.f_code
@@ -111,7 +117,8 @@ def failed_call(exc: BaseException, made: list) -> dict | None:
     loc = getattr(exc, "location", None)
     module = next((op.module for op in reversed(made) if op.location is not None and loc is not None
                    and (op.location.file, op.location.line) == (loc.file, loc.line)), "")
-    return {"name": code.co_name.strip("_") or code.co_name, "tensors": tensors,
+    name = public if isinstance(public, str) else code.co_name
+    return {"name": name.strip("_") or name, "tensors": tensors,
             "types": [t.type_str() for t in tensors],
             "line": loc.short if loc is not None else "", "module": module,
             "message": getattr(exc, "summary", None) or str(exc)}
