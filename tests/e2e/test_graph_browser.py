@@ -168,7 +168,7 @@ def test_sam2_stack_and_20k_ops_drawn_folded(lab):
         expect(node(sam, name)).to_have_count(1)
     node(sam, "m:stage1.0").click()
     expect(node(sam, "m:stage1.0.attn")).to_be_visible(timeout=TIMEOUT)
-    sam.scroll_into_view_if_needed()
+    sam.evaluate("e => e.scrollIntoView()")
     lab.screenshot("graph-sam2.png")
 
     long = outputs.nth(2).locator("[data-tripy-graph]")
@@ -179,5 +179,5 @@ def test_sam2_stack_and_20k_ops_drawn_folded(lab):
     runs = long.locator('g.node[data-node-id^="r:"]')
     runs.first.click()
     expect(long.locator('g.cluster[data-node-id^="r:"]')).to_have_count(1, timeout=TIMEOUT)
-    long.scroll_into_view_if_needed()
+    long.evaluate("e => e.scrollIntoView()")
     lab.screenshot("graph-20k.png")
