@@ -48,7 +48,7 @@ def picture_html(svg: str | None, dot: str, note: str, image: bool, caption: str
     return f'<div class="tripy-graph" style="overflow:auto">{cap}{drawn}</div>'
 
 
-@dataclass
+@dataclass(repr=False)
 class TraceView:
     n_ops: int
     seconds: float | None
@@ -62,6 +62,9 @@ class TraceView:
         failed = getattr(traced, "failed_call", None)
         model = graph_model.build(traced.trace, failed=failed, error_op=error_op)
         return cls(len(traced.trace.ops), traced.seconds, traced.as_text(), model, overlay)
+
+    def __repr__(self) -> str:  # a notebook shows it after lab.graph(...): not the whole listing
+        return f"TraceView({self.model.title!r}: {self.n_ops} ops, {len(self.model.roots)} top-level nodes)"
 
     def with_overlay(self, overlay: graph_draw.Overlay | None) -> TraceView:
         return TraceView(self.n_ops, self.seconds, self.listing, self.model, overlay)
