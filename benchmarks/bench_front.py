@@ -119,7 +119,7 @@ def main(argv=None):
     r["trace_lower_s"], r["jax_lower_s"] = t_ours, t_jax
     r["trace_lower_vs_jax_lower"] = t_ours / t_jax
 
-    from tripy_lab.engine.xla import build as xla
+    from tripy_lab.engine import xla
 
     # every side frees its previous result outside the timed region (jax's Lowered, which holds its executable,
     # is replaced before its timer starts; a build's engine and executable took ~4 ms to free)

@@ -175,8 +175,8 @@ def main():
     import jax
 
     from tripy_lab import pipeline
+    from tripy_lab.engine import xla
     from tripy_lab.engine.xla import attention as xla_attention
-    from tripy_lab.engine.xla import build as xla
     from tripy_lab.engine.xla import linear as xla_linear
     from tripy_lab.engine.xla import split as xla_split
     from tripy_lab.lab import profile

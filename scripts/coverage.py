@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+BEHAVIOUR = Path(__file__).resolve().parent / "coverage_behaviour.md"
 DOC = ROOT / "docs" / "coverage.md"
 
 ENGINE_TABLES = {
@@ -463,6 +464,8 @@ def render(rows: list[Row]) -> str:
         cells = [f"`{row.name}`" if " " not in row.name else row.name, row.status,
                  *(row.engines.get(e, "") for e in engines), ops]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    # the behaviour rules (issue 24): hand-written beside this script, checked against the tests they name
+    lines += ["", BEHAVIOUR.read_text().rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

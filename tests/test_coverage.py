@@ -75,3 +75,21 @@ def test_engine_tables_cover_every_emitted_mlir_op(coverage, rows, engine):
     table = coverage.engine_tables()[engine]
     lacking = sorted(coverage.emitted_ops(rows) - table)
     assert not lacking, f"the {engine} engine table lacks entries for: {', '.join(lacking)}"
+
+
+def test_behaviour_section_names_tests_that_exist():
+    """Each rule of the behaviour section (issue 24) names our tests as `tests/...py::name` or `::name` (same
+    file as the previous one): every one is a test function in that file."""
+    import re
+
+    text = (ROOT / "scripts" / "coverage_behaviour.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`tests/" in line]
+    assert len(rows) >= 17
+    for row in rows:
+        ours = row.rstrip(" |").rsplit(" | ", 1)[1]
+        path = None
+        for ref in re.findall(r"`([^`]*::[^`]+)`", ours):
+            file, name = ref.split("::")
+            path = ROOT / file if file else path
+            assert path is not None and path.exists(), ref
+            assert re.search(rf"^def {re.escape(name)}\(", path.read_text(), re.M), f"{ref}: no such test"

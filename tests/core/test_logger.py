@@ -15,7 +15,7 @@ def test_stage_levels_print_the_stages(capsys):
 
 
 def test_default_is_info_and_levels_imply_lower_ones(capsys):
-    assert tp.logger.verbosity == {"info", "warning", "error"}
+    assert tp.logger.verbosity == {"": {"info", "warning", "error"}}  # nvtripy's trie (issue 24 item 10)
     tp.compile(lambda a: a + a, args=[tp.InputInfo((2,), tp.float32)])
     assert capsys.readouterr().out == ""
     with tp.logger.use_verbosity("verbose"):

@@ -54,7 +54,7 @@ def test_a_raw_error_inside_the_xla_build_is_a_tripy_exception(monkeypatch):
 
 
 def test_any_engine_build_error_is_a_tripy_exception(monkeypatch):
-    from tripy_lab.engine.reference import ops as reference
+    from tripy_lab.engine.reference import build as reference
 
     def fail(self, program, options):
         raise KeyError("weights")

@@ -13,9 +13,9 @@ from test_xla_programs import ProgramBuilder, run_np
 
 import tripy_lab as tp
 from tripy_lab.core.errors import TripyException
+from tripy_lab.engine import xla
 from tripy_lab.engine.base import BuildOptions
-from tripy_lab.engine.reference.ops import ReferenceEngine
-from tripy_lab.engine.xla import build as xla
+from tripy_lab.engine.reference.build import ReferenceEngine
 from tripy_lab.engine.xla import ops as xla_ops
 from tripy_lab.engine.xla.build import XlaEngine
 from tripy_lab.mlir import dialect as d

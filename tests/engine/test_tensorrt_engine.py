@@ -28,6 +28,8 @@ from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
 from tripy_lab.engine.base import BuildOptions
 from tripy_lab.engine.tensorrt import build as E
+from tripy_lab.engine.tensorrt import cuda as C
+from tripy_lab.engine.tensorrt import layers as LY
 from tripy_lab.engine.tensorrt import profile as P
 from tripy_lab.mlir import dialect as d
 
@@ -255,7 +257,7 @@ def fake_env(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorrt", trt)
     monkeypatch.setitem(sys.modules, "cupy", None)  # results as DeviceArrays, whatever is installed
     monkeypatch.setitem(sys.modules, "torch", None)
-    monkeypatch.setattr(E, "import_cudart", lambda: cudart)
+    monkeypatch.setattr(C, "import_cudart", lambda: cudart)
     return trt, cudart
 
 
@@ -279,13 +281,13 @@ def test_available_is_false_here_with_a_reason():
 
 def test_available_needs_cuda_python_and_a_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorrt", make_fake_trt())
-    monkeypatch.setattr(E, "import_cudart", lambda: None)
+    monkeypatch.setattr(C, "import_cudart", lambda: None)
     ok, why = E.TensorRTEngine.available()
     assert not ok and "TensorRT 10.fake is importable" in why and "cuda-python is not installed" in why
-    monkeypatch.setattr(E, "import_cudart", lambda: FakeCudart(count=0))
+    monkeypatch.setattr(C, "import_cudart", lambda: FakeCudart(count=0))
     ok, why = E.TensorRTEngine.available()
     assert not ok and "no CUDA GPU" in why
-    monkeypatch.setattr(E, "import_cudart", lambda: FakeCudart(count=2))
+    monkeypatch.setattr(C, "import_cudart", lambda: FakeCudart(count=2))
     assert E.TensorRTEngine.available() == (True, "TensorRT 10.fake with 2 CUDA GPU(s)")
 
 
@@ -481,7 +483,7 @@ INSPECTOR_SAMPLE = {
     "Bindings": ["x", "t6", "t10"],
 }
 
-SAMPLE_INDEX = P.ProgramIndex(
+SAMPLE_INDEX = LY.ProgramIndex(
     op_kinds=("constant", "constant", "matrix_multiply", "element_wise", "activation", "constant",
               "element_wise", "constant", "slice", "unary", "reduce", "shape"),
     op_locs=("%t0", "%t1", "%t2", "%t3", "%t4", "%t5", "%t6", "%t7", "%t8", "%t9", "%t10", "%t11"),
@@ -491,7 +493,7 @@ SAMPLE_INDEX = P.ProgramIndex(
 
 
 def test_inspector_json_to_layer_records():
-    rows = P.layer_records(json.dumps(INSPECTOR_SAMPLE), SAMPLE_INDEX)
+    rows = LY.layer_records(json.dumps(INSPECTOR_SAMPLE), SAMPLE_INDEX)
     assert [r.name for r in rows] == [layer["Name"] for layer in INSPECTOR_SAMPLE["Layers"]]
     reformat, gemm, pw, myelin, noop = rows
     assert reformat.kind == "copy (Reformat)" and reformat.kernel == "0x00000000000003e8"
@@ -512,14 +514,14 @@ def test_inspector_json_to_layer_records():
 
 
 def test_inspector_names_only_format():
-    rows = P.layer_records({"Layers": ["matrix_multiply_2", "PWN(element_wise_3, activation_4)"],
+    rows = LY.layer_records({"Layers": ["matrix_multiply_2", "PWN(element_wise_3, activation_4)"],
                             "Bindings": []}, SAMPLE_INDEX)
     assert [r.mlir_ops for r in rows] == [(2,), (3, 4)]
     assert rows[1].source_ops == ("%t3", "%t4") and rows[0].kind == "unknown" and rows[0].output_shapes == ()
 
 
 def test_layer_names_that_do_not_match_the_program_are_ignored():
-    rows = P.layer_records({"Layers": [{"Name": "unary_2 + element_wise_99 + my_element_wise_3", "LayerType": "x"}]},
+    rows = LY.layer_records({"Layers": [{"Name": "unary_2 + element_wise_99 + my_element_wise_3", "LayerType": "x"}]},
                            SAMPLE_INDEX)
     assert rows[0].mlir_ops == ()  # op 2 is not a unary, 99 does not exist, the third is another name
 
@@ -529,12 +531,12 @@ def test_layer_names_that_do_not_match_the_program_are_ignored():
                                         ("Row major linear BFloat16 format", "bfloat16"), ("Bool", "bool"),
                                         ("Row major linear Int64", "int64"), ("N/A due to dynamic shapes", "")])
 def test_parse_datatype(text, dtype):
-    assert P.parse_datatype(text) == dtype
+    assert LY.parse_datatype(text) == dtype
 
 
 def test_layer_name_convention():
-    assert P.layer_name("tensorrt.element_wise", 3) == "element_wise_3"
-    assert P.layer_name("tensorrt.broadcast", 4, "expand") == "broadcast_4.expand"
+    assert LY.layer_name("tensorrt.element_wise", 3) == "element_wise_3"
+    assert LY.layer_name("tensorrt.broadcast", 4, "expand") == "broadcast_4.expand"
 
 
 # =============================================================================================
@@ -565,14 +567,14 @@ def test_progress_log_records_nested_phases_and_can_cancel():
 
 def test_device_array_on_cuda_exposes_cuda_array_interface_and_copies_to_host():
     cudart = FakeCudart()
-    cuda = E.Cuda(cudart)
-    buf = E.DeviceBuffer(cuda, 12)
+    cuda = C.Cuda(cudart)
+    buf = C.DeviceBuffer(cuda, 12)
     np.frombuffer(cudart.mem[buf.ptr], np.float32)[:] = [1, 2, 3]
-    arr = E.DeviceArray(buf, (3,), np.float32, cuda=cuda)
+    arr = C.DeviceArray(buf, (3,), np.float32, cuda=cuda)
     cai = arr.__cuda_array_interface__
     assert cai == {"shape": (3,), "typestr": "<f4", "data": (buf.ptr, False), "version": 3, "strides": None}
-    assert E._cuda_array(arr, np.dtype(np.float32)) == (buf.ptr, (3,))
-    assert E._cuda_array(arr, np.dtype(np.int32)) is None  # dtype mismatch: copy instead
+    assert C._cuda_array(arr, np.dtype(np.float32)) == (buf.ptr, (3,))
+    assert C._cuda_array(arr, np.dtype(np.int32)) is None  # dtype mismatch: copy instead
     assert arr.get().tolist() == [1.0, 2.0, 3.0] and np.asarray(arr).tolist() == [1.0, 2.0, 3.0]
     assert repr(arr) == "DeviceArray(shape=(3,), dtype=float32, device=cuda:0)"
     from tripy_lab.core.arrays import to_host
@@ -586,7 +588,7 @@ def test_device_array_on_cuda_exposes_cuda_array_interface_and_copies_to_host():
 
 def test_host_device_array_and_strided_cuda_arrays():
     src = np.arange(6, dtype=np.float32).reshape(2, 3)
-    arr = E.DeviceArray(types.SimpleNamespace(ptr=src.ctypes.data, keep=src), (2, 3), np.float32, device=(1, 0))
+    arr = C.DeviceArray(types.SimpleNamespace(ptr=src.ctypes.data, keep=src), (2, 3), np.float32, device=(1, 0))
     np.testing.assert_array_equal(arr.get(), src)
     with pytest.raises(AttributeError):
         arr.__cuda_array_interface__  # noqa: B018
@@ -595,9 +597,9 @@ def test_host_device_array_and_strided_cuda_arrays():
         "shape": (2, 3), "typestr": "<f4", "data": (1000, False), "strides": (12, 4), "version": 3})
     strided = types.SimpleNamespace(__cuda_array_interface__={
         "shape": (2, 3), "typestr": "<f4", "data": (1000, False), "strides": (4, 8), "version": 3})
-    assert E._cuda_array(contiguous, f32) == (1000, (2, 3))
-    assert E._cuda_array(strided, f32) is None
-    assert E._cuda_array(np.zeros(3, np.float32), f32) is None
+    assert C._cuda_array(contiguous, f32) == (1000, (2, 3))
+    assert C._cuda_array(strided, f32) is None
+    assert C._cuda_array(np.zeros(3, np.float32), f32) is None
 
 
 def test_jax_gpu_arrays_are_used_in_place_and_cpu_ones_are_not():
@@ -620,8 +622,8 @@ def test_jax_gpu_arrays_are_used_in_place_and_cpu_ones_are_not():
             return 4096
 
     gpu = JaxLike("gpu")
-    assert E._cuda_array(gpu, np.dtype(np.float32)) == (4096, (4,)) and gpu.ready
-    assert E._cuda_array(JaxLike("cpu"), np.dtype(np.float32)) is None
+    assert C._cuda_array(gpu, np.dtype(np.float32)) == (4096, (4,)) and gpu.ready
+    assert C._cuda_array(JaxLike("cpu"), np.dtype(np.float32)) is None
 
 
 def test_output_allocator_prefers_cupy(monkeypatch):
@@ -633,7 +635,7 @@ def test_output_allocator_prefers_cupy(monkeypatch):
         return arr
 
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(empty=empty))
-    kind, alloc = E.output_allocator(E.Cuda(FakeCudart()))
+    kind, alloc = C.output_allocator(C.Cuda(FakeCudart()))
     arr, ptr = alloc((2, 3), np.dtype(np.float16))
     assert kind == "cupy" and arr is made[0] and ptr == 5000 and arr.shape == (2, 3)
 
@@ -642,9 +644,9 @@ def test_output_allocator_falls_back_to_device_arrays(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # import fails
     monkeypatch.setitem(sys.modules, "torch", None)
     cudart = FakeCudart()
-    kind, alloc = E.output_allocator(E.Cuda(cudart))
+    kind, alloc = C.output_allocator(C.Cuda(cudart))
     arr, ptr = alloc((2, 2), np.dtype(np.int32))
-    assert kind == "tripy_lab DeviceArray" and isinstance(arr, E.DeviceArray) and ptr in cudart.mem
+    assert kind == "tripy_lab DeviceArray" and isinstance(arr, C.DeviceArray) and ptr in cudart.mem
     assert cudart.mem[ptr].nbytes == 16
 
 
@@ -704,7 +706,7 @@ def test_run_plumbing_with_stand_ins(fake_env, tp):
     (out,) = compiled.run([x])
     ctx = engine.contexts[0]
     assert ctx.shapes == {"x": (2, 3)} and ctx.streams == [77]
-    assert isinstance(out, E.DeviceArray) and out.shape == (2, 3) and out.dtype == np.float32
+    assert isinstance(out, C.DeviceArray) and out.shape == (2, 3) and out.dtype == np.float32
     assert cudart.syncs >= 1  # the stream is synchronized before run returns
     np.testing.assert_allclose(out.get(), np.exp(x) + x, rtol=1e-6)
     from tripy_lab.core.arrays import to_host
@@ -792,7 +794,7 @@ def test_build_failure_reports_tensorrt_errors(fake_env, tp):
 @pytest.mark.tensorrt
 @real_tensorrt
 def test_real_tensorrt_matches_reference(tp, tmp_path):
-    from tripy_lab.engine.reference.ops import ReferenceEngine
+    from tripy_lab.engine.reference.build import ReferenceEngine
 
     prog = _exp_add_program(tp)
     compiled = E.TensorRTEngine().build(prog, BuildOptions(timing_cache_path=str(tmp_path / "c")))
@@ -810,7 +812,7 @@ def test_real_tensorrt_matches_reference(tp, tmp_path):
 @real_tensorrt
 def test_real_tensorrt_dimension_input_and_broadcast(tp):
     from tripy_lab import pipeline
-    from tripy_lab.engine.reference.ops import ReferenceEngine
+    from tripy_lab.engine.reference.build import ReferenceEngine
 
     def f(x, n):
         return tp.reshape(x + tp.ones((3,)), (n, -1))

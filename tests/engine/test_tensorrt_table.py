@@ -22,7 +22,7 @@ from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
 from tripy_lab.core.source import SourceLocation
 from tripy_lab.engine.tensorrt import ops as L
-from tripy_lab.engine.tensorrt.profile import op_loc_name
+from tripy_lab.engine.tensorrt.layers import op_loc_name
 from tripy_lab.mlir import dialect as d
 from tripy_lab.mlir.attrs import tensor_type
 from tripy_lab.mlir.program import MlirProgram, OpOrigin

@@ -12,7 +12,7 @@ import tripy_lab as tp
 
 pytest.importorskip("jax")
 
-from tripy_lab.engine.xla import build as xla  # noqa: E402
+from tripy_lab.engine import xla  # noqa: E402
 from tripy_lab.engine.xla import emit_ops as xla_emit_ops  # noqa: E402
 from tripy_lab.engine.xla.cache import XlaStore  # noqa: E402
 from tripy_lab.engine.xla.ops import TABLE as XLA_TABLE  # noqa: E402

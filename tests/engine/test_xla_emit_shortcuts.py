@@ -18,7 +18,7 @@ from tripy_lab.mlir.attrs import tensor_type
 
 jax = pytest.importorskip("jax")
 
-from tripy_lab.engine.xla import build as xla  # noqa: E402
+from tripy_lab.engine import xla  # noqa: E402
 
 
 def both_paths(prog, args, monkeypatch) -> tuple[list, list, object]:

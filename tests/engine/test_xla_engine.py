@@ -161,7 +161,7 @@ def test_extra_stages_and_report():
 
 @pytest.mark.parametrize("level", range(6))
 def test_optimization_levels(level):
-    from tripy_lab.engine.xla.build import OPT_LEVEL_OPTIONS
+    from tripy_lab.engine.xla import OPT_LEVEL_OPTIONS
 
     c = build(mlp_program(), level=level)
     x = np.ones((8, 16), np.float32)

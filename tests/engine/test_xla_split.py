@@ -266,7 +266,7 @@ def test_n_major_logits_feed_another_executable_and_eager_ops(n_major):
 
 
 def test_a_call_error_that_is_not_about_layouts_is_raised_again():
-    from tripy_lab.engine.xla.build import _call_relaid
+    from tripy_lab.engine.xla.running import _call_relaid
 
     calls = []
     with pytest.raises(ValueError, match="something else"):

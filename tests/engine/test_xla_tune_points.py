@@ -7,7 +7,8 @@ import pytest
 
 import tripy_lab as tp
 from tripy_lab import pipeline
-from tripy_lab.engine.xla import build as xla
+from tripy_lab.engine import xla
+from tripy_lab.engine.xla import build as xla_build
 
 pytest.importorskip("jax")
 
@@ -35,13 +36,13 @@ def test_cpu_builds_tune_every_point():
 def test_min_and_max_untuned_opt_tuned_and_the_store_keeps_them_apart(monkeypatch, tmp_path):
     monkeypatch.setattr(tp.config, "compilation_cache_dir", str(tmp_path))
     seen = []
-    real = xla.XlaCompiled._untuned
+    real = xla_build.XlaCompiled._untuned
 
     def untuned(self, why, n):
         seen.append(why)
         return why in ("min", "max") and n > 1
 
-    monkeypatch.setattr(xla.XlaCompiled, "_untuned", untuned)
+    monkeypatch.setattr(xla_build.XlaCompiled, "_untuned", untuned)
     low = lowered()
     built = low.build(engine="xla", shapes="profile")
     assert sorted(set(seen)) == ["max", "min", "opt"]
@@ -54,14 +55,14 @@ def test_min_and_max_untuned_opt_tuned_and_the_store_keeps_them_apart(monkeypatc
     assert built.report.cache["persistent_misses"] == 3
 
     # a tuned build of the same signatures must not load the untuned entries (the option is part of the key)
-    monkeypatch.setattr(xla.XlaCompiled, "_untuned", real)
+    monkeypatch.setattr(xla_build.XlaCompiled, "_untuned", real)
     monkeypatch.setattr(xla, "TUNE_OPT_ONLY", False)  # every point tuned, on a GPU too
     again = low.build(engine="xla", shapes="profile")
     assert again.report.cache["persistent_hits"] == 1 and again.report.cache["persistent_misses"] == 2
 
 
 def test_a_profile_point_requested_by_shape_is_tuned(monkeypatch):
-    monkeypatch.setattr(xla.XlaCompiled, "_untuned", lambda self, why, n: why in ("min", "max") and n > 1)
+    monkeypatch.setattr(xla_build.XlaCompiled, "_untuned", lambda self, why, n: why in ("min", "max") and n > 1)
     built = lowered().build(engine="xla", shapes=[{"x": (8, 3)}, {"x": (2, 3)}])
     assert [n.split(":")[0] for n in untuned_notes(built)] == ["x=1x3"]  # max (8x3) was asked for: tuned
     assert any("(max, requested)" in n for n in built.report.notes), built.report.notes
@@ -71,19 +72,19 @@ def test_a_profile_point_requested_by_shape_is_tuned(monkeypatch):
 def test_tuned_points_lower_first_then_the_biggest(monkeypatch):
     """The tuned compile is the longest (GEMM autotuning), so its signature is lowered, and starts compiling, first;
     the untuned ones follow, biggest first."""
-    monkeypatch.setattr(xla.XlaCompiled, "_untuned", lambda self, why, n: why in ("min", "max") and n > 1)
+    monkeypatch.setattr(xla_build.XlaCompiled, "_untuned", lambda self, why, n: why in ("min", "max") and n > 1)
     lowered_order = []
-    real = xla.XlaCompiled._lower
+    real = xla_build.XlaCompiled._lower
 
     def lower(self, shapes, dims):
         lowered_order.append(tuple(shapes[0]))
         return real(self, shapes, dims)
 
-    monkeypatch.setattr(xla.XlaCompiled, "_lower", lower)
+    monkeypatch.setattr(xla_build.XlaCompiled, "_lower", lower)
     built = lowered().build(engine="xla", shapes="profile")
     assert lowered_order == [(4, 3), (8, 3), (1, 3)]  # opt, then max, then min
     assert built.report.cache["shapes_built"][0].startswith("x=4x3")  # registered in the order asked: opt first
-    monkeypatch.setattr(xla.XlaCompiled, "_untuned", lambda self, why, n: False)  # all tuned (CPU): biggest first
+    monkeypatch.setattr(xla_build.XlaCompiled, "_untuned", lambda self, why, n: False)  # all tuned (CPU): biggest first
     lowered_order.clear()
     lowered().build(engine="xla", shapes="profile")
     assert lowered_order == [(8, 3), (4, 3), (1, 3)]

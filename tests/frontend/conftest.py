@@ -41,7 +41,7 @@ def engine(request, monkeypatch):
     name = request.param.split("-")[0]
     if name == "xla":
         pytest.importorskip("jax")
-        from tripy_lab.engine.xla import build as xla
+        from tripy_lab.engine import xla
 
         monkeypatch.setattr(xla, "FOLD_CONSTANTS", request.param != "xla-traced")
         monkeypatch.setattr(xla, "DIRECT_STABLEHLO", request.param != "xla-traced")

@@ -179,7 +179,7 @@ def test_split_errors():
     t = tp.ones((4,))
     with pytest.raises(tp.TripyException, match="Number of splits must be positive"):
         tp.split(t, 0)
-    with pytest.raises(tp.TripyException, match="Split sizes must not be empty"):
+    with pytest.raises(tp.TripyException, match="Split indices must not be empty"):
         tp.split(t, [])
     with pytest.raises(tp.TripyException, match="Invalid inputs for function: 'split'"):
         tp.split(tp.cast(t, tp.float8), 2)

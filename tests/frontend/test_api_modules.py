@@ -128,11 +128,11 @@ def test_conv_dynamic_batch_and_errors():
         tp.Conv(3, 4, (3, 3), groups=2)
     with pytest.raises(tp.TripyException, match="Feature group count must be a positive integer"):
         tp.Conv(2, 2, (3, 3), groups=0)
-    with pytest.raises(tp.TripyException, match="Invalid value for parameter: 'stride' of 'Conv'"):
+    with pytest.raises(tp.TripyException, match=r"(?s)Stride must have the same length.*'stride' of 'Conv'"):
         tp.Conv(2, 2, (3, 3), stride=(1,))
-    with pytest.raises(tp.TripyException, match="Invalid value for parameter: 'padding' of 'Conv'"):
+    with pytest.raises(tp.TripyException, match=r"(?s)Padding must have the same length.*'padding' of 'Conv'"):
         tp.Conv(2, 2, (3, 3), padding=((1, 1),))
-    with pytest.raises(tp.TripyException, match="Input must have a rank of 4"):
+    with pytest.raises(tp.TripyException, match=r"(?s)same number of spatial dimensions.*Input must have a rank of 4"):
         conv(tp.ones((2, 4, 4)))
     with pytest.raises(tp.TripyException, match="Expected 2 channels in the input, but got 3"):
         conv(tp.ones((1, 3, 4, 4)))
@@ -201,13 +201,13 @@ def test_norm_parameters_and_errors():
     inorm.initialize_dummy_parameters()
     with pytest.raises(tp.TripyException, match="Expected 5 channels in the input, but got 4"):
         inorm(tp.ones((1, 4, 2)))
-    with pytest.raises(tp.TripyException, match="Input must have a rank of at least 3 for InstanceNorm"):
+    with pytest.raises(tp.TripyException, match=r"(?s)rank of at least 3, but got input of rank: \d.*InstanceNorm"):
         inorm(tp.ones((1, 5)))
     gn.initialize_dummy_parameters()
     with pytest.raises(tp.TripyException, match="Invalid inputs for function: 'GroupNorm'"):
         gn(tp.ones((1, 4, 2), dtype=tp.int32))
     bn.initialize_dummy_parameters()
-    with pytest.raises(tp.TripyException, match="rank of at least 2 for BatchNorm"):
+    with pytest.raises(tp.TripyException, match=r"(?s)rank of at least 2, but got input of rank: \d.*BatchNorm"):
         bn(tp.ones((3,)))
 
 

@@ -47,14 +47,14 @@ def test_logger_verbosity_strings_are_levels_not_letters(capsys):
         assert tp.logger.enabled("verbose") and tp.logger.enabled("info")
         tp.logger.verbose("dict-string")
     with tp.logger.use_verbosity("info"):
-        assert tp.logger.verbosity == {"info", "warning", "error"}
+        assert tp.logger.verbosity == {"": {"info", "warning", "error"}}
     with tp.logger.use_verbosity({"frontend": "verbose"}):  # per-module, as nvtripy
         assert tp.logger.enabled("verbose", "tripy_lab.frontend.ops_math")
         assert not tp.logger.enabled("verbose", "tripy_lab.pipeline.compile")
         assert tp.logger.enabled("info", "tripy_lab.pipeline.compile")  # "" defaults to info
     with tp.logger.use_verbosity({"pipeline": "timing"}):
         tp.compile(lambda a: a + a, args=[tp.InputInfo((2,), tp.float32)])
-    assert tp.logger.verbosity == {"info", "warning", "error"}
+    assert tp.logger.verbosity == {"": {"info", "warning", "error"}}
     out = capsys.readouterr().out
     assert "[V] dict-string" in out and "==== Timing ====" in out
 

@@ -114,7 +114,7 @@ def test_profile_build_tunes_gemms_at_opt_only():
 
 
 def test_untuned_profile_points_run_their_gemms_on_cublas():
-    """Untuned, XLA's Triton GEMMs run a default tiling that is far off (benchmarks/README.md, eighth session), so
+    """Untuned, XLA's Triton GEMMs run a default tiling that is far off (docs/perf-history.md, eighth session), so
     the profile's min and max (compiled without autotuning) take cuBLAS; opt keeps XLA's choice."""
     from tripy_lab import pipeline
 

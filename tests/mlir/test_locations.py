@@ -68,3 +68,16 @@ def test_from_text_keeps_locations_with_and_without_the_original():
         assert (loc.file, loc.line, loc.col) == (want.file, want.line, want.col or 0)
     layers = alone.build(engine="reference").layers
     assert {ly.module for ly in layers} >= {"wte", "h.1.attn.c_proj", "heads.lm"}
+
+
+def test_tutorial_03_prints_the_loc_lines_it_promises():
+    import json
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "notebooks", "03-debugging-compile-failures.ipynb")
+    with open(path) as fh:
+        cells = json.load(fh)["cells"]
+    printed = ["".join(out.get("text", "")) for cell in cells if cell["cell_type"] == "code"
+               and "as_text(locations=True)" in "".join(cell["source"]) for out in cell["outputs"]]
+    assert len(printed) == 2
+    assert re.search(r'tensorrt\.matrix_multiply +loc\("%t\d+"\("[^"]+":5:\d+\)\)', printed[0]), printed[0]
+    assert re.search(r'tensorrt\.matrix_multiply +loc\("%t\d+"\("1\.fc"\("[^"]+":\d+:\d+\)\)\)', printed[1])

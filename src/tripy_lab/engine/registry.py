@@ -11,7 +11,7 @@ from tripy_lab.engine.base import Engine
 
 # name -> "module:Class"; imported only when used, so `import tripy_lab` never pulls in jax or TensorRT.
 ENGINES: dict[str, str] = {
-    "reference": "tripy_lab.engine.reference.ops:ReferenceEngine",
+    "reference": "tripy_lab.engine.reference.build:ReferenceEngine",
     "xla": "tripy_lab.engine.xla.build:XlaEngine",
     "tensorrt": "tripy_lab.engine.tensorrt.build:TensorRTEngine",
     "onnxruntime": "tripy_lab.engine.onnx.build:OnnxRuntimeEngine",

@@ -1,7 +1,8 @@
-"""The one place run-time arguments are checked, before any engine sees them: nothing is converted,
-wrapped or truncated. A float64 array for a float32 parameter, ``np.int64(2**32 + 3)`` or ``np.float32(3.7)``
-for a DimensionSize, or an array on a device the engine cannot read is a TripyException naming the
-parameter, the value and what was expected, at the user's line (the same on every engine).
+"""The one place run-time arguments are checked, before any engine sees them: nothing is converted, wrapped or
+truncated, with one exception for every engine alike: non-native byte order (``>f4``) is read in native order. A
+float64 array for a float32 parameter, ``np.int64(2**32 + 3)`` or ``np.float32(3.7)`` for a DimensionSize, a
+masked array, or an array on a device the engine cannot read is a TripyException naming the parameter, the value
+and what was expected, at the user's line (the same on every engine).
 
     tensor_argument(name, info, value, devices) -> array      # dtype, rank, bounds, device checked
     dimension_argument(name, info, value) -> np.ndarray        # 0-d int32, value checked against bounds
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tripy_lab.core import dtypes
+from tripy_lab.core.arrays import from_dlpack
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import expected, raise_error
 
@@ -91,6 +93,11 @@ def tensor_argument(name: str, info: InputInfo, value, devices: frozenset[str], 
             raise_error("Unexpected tensor data type.",
                         [f"For parameter {name}, expected data type: {info.dtype} but got: {value.dtype}."])
         array = value._data()
+    elif isinstance(value, np.ma.MaskedArray):
+        raise_error(f"Invalid argument for parameter: '{name}'.",
+                    [expected(name, _describe(value), "a plain array (a masked array's mask would be dropped)"),
+                     "Fill the masked values first: `value.filled(fill_value)`, or pass `value.data` if the mask "
+                     "does not matter."])
     elif isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
     elif hasattr(value, "__dlpack__"):
@@ -100,9 +107,13 @@ def tensor_argument(name: str, info: InputInfo, value, devices: frozenset[str], 
                     [expected(name, _describe(value), f"a tripy Tensor or an array (numpy, cupy, torch, jax) of "
                               f"{info.dtype}")])
     _check_device(name, array, devices, engine)
-    if getattr(array, "dtype", None) is None or getattr(array, "shape", None) is None:
-        try:  # a bare DLPack producer: look at it through numpy (zero-copy, host memory only)
-            array = np.from_dlpack(array)
+    foreign = not isinstance(array, np.ndarray) and not isinstance(getattr(array, "dtype", None), np.dtype)
+    if getattr(array, "dtype", None) is None or getattr(array, "shape", None) is None or (
+            foreign and device_kind(array) == "cpu"):
+        # A bare DLPack producer, or a host array of another library (torch): looked at through numpy, zero-copy
+        # (bfloat16 too), so that every engine reads it alike.
+        try:
+            array = from_dlpack(array)
         except Exception as exc:
             raise_error(f"Invalid argument for parameter: '{name}'.",
                         [expected(name, _describe(value), "an array with a dtype and a shape"),
@@ -125,6 +136,10 @@ def tensor_argument(name: str, info: InputInfo, value, devices: frozenset[str], 
             raise_error("Unexpected tensor shape.",
                         [f"For parameter {name}, dimension {i} has size {d}, outside the bounds "
                          f"[{lo}, {hi}] (min={b.min}, max={b.max}); got shape {shape}."])
+    if isinstance(array, np.ndarray) and not array.dtype.isnative:
+        # Big-endian data (``>f4``) read in native order, here for every engine: engines that take the buffer
+        # as it is (onnxruntime) would read its bytes swapped. A copy, like any byte swap.
+        array = array.astype(array.dtype.newbyteorder("="))
     return array
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Tuple  # noqa: UP035 - nvtripy annotates Tuple[Tensor, ...]
 
 import numpy as np
 
@@ -69,15 +69,16 @@ class Executable:
         self._params = list(dict.fromkeys(_top_name(n) for n in self._arg_names))
         params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Tensor)
                   for n in self._params]
-        ret = Tensor if return_single else tuple[Tensor, ...]
+        ret_op = program.main().body.block.last_op
+        self._out_dtypes = [dtypes.BY_MLIR[str(v.type.element_type)] for v in ret_op.operands]
+        # nvtripy's annotation: Tensor for one output, Tuple[Tensor, Tensor] (one per output) for a sequence
+        ret = Tensor if return_single else Tuple[tuple([Tensor] * len(self._out_dtypes))]  # noqa: UP006
         self.__signature__ = inspect.Signature(params, return_annotation=ret)
         # Precomputed per-argument checks for the hot path of __call__.
         self._flat = self._params == self._arg_names
         self._specs = [self._spec(n, self.input_infos[n]) for n in self._arg_names]
         self._devices = compiled.input_devices()
         self._has_named = any(isinstance(i, InputInfo) and i.dimension_names for i in self.input_infos.values())
-        ret_op = program.main().body.block.last_op
-        self._out_dtypes = [dtypes.BY_MLIR[str(v.type.element_type)] for v in ret_op.operands]
         self._out0 = self._out_dtypes[0] if self._out_dtypes else None
         # Signatures already checked: (type, shape, dtype) of each array argument, the value of each plain-int
         # DimensionSize -> the engine's call for them. Only for array types whose every instance is in memory the
@@ -106,7 +107,7 @@ class Executable:
 
     def __str__(self) -> str:
         args = ", ".join(f"{n}: Tensor" for n in self._params)
-        ret = "Tensor" if self._return_single else "Tuple[Tensor, ...]"
+        ret = "Tensor" if self._return_single else f"Tuple[{', '.join(['Tensor'] * len(self._out_dtypes))}]"
         return f"Executable({args}) -> {ret}"
 
     __repr__ = __str__
@@ -158,7 +159,8 @@ class Executable:
             # Hot path (a Tensor or a numpy/jax array): right dtype, rank and bounds need no further work.
             if shape is not None and getattr(array, "dtype", None) == np_dtype and len(shape) == len(mins) and all(
                     lo <= d <= hi for d, lo, hi in zip(shape, mins, maxs)) and (
-                    type(array) is np.ndarray or device_kind(array) in self._devices):
+                    type(array) is np.ndarray or (device_kind(array) in self._devices
+                                                    and not isinstance(array, np.ma.MaskedArray))):
                 return array
         if np_dtype is None:
             if type(value) is int and mins <= value <= maxs:  # a plain int inside the (int32) bounds is exact
@@ -326,4 +328,5 @@ class Executable:
     def load(path: str, engine: str | None = None) -> Executable:
         from tripy_lab.executable import serialize
 
-        return serialize.load(path, engine)
+        compiled, program, meta = serialize.load(path, engine)
+        return Executable(compiled, program, meta["return_single"], optimization_level=meta["optimization_level"])

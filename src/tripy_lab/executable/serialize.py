@@ -17,7 +17,7 @@ Integrity rules (issue 8):
     save(exe, path)
     read(path) -> (MlirProgram, metadata dict)    # parse and check only, no engine build
     read_bytes(raw, path) -> the same, for a file's bytes
-    load(path, engine=None) -> Executable
+    load(path, engine=None) -> (compiled engine, MlirProgram, metadata dict)    # Executable.load wraps them
 """
 
 from __future__ import annotations
@@ -283,8 +283,8 @@ def read_bytes(raw: bytes, path: str = "<bytes>") -> tuple[MlirProgram, dict[str
 
 
 def load(path: str, engine: str | None = None):
-    from tripy_lab.executable.executable import Executable
-
+    """(compiled engine, program, metadata) of a saved Executable, rebuilt by ``engine`` (default: the one it
+    was saved with, else this machine's default); ``Executable.load`` wraps them."""
     program, meta = read(path)
     name, reason = choose(engine or meta["engine"])
     cls = engine_class(name)
@@ -296,4 +296,4 @@ def load(path: str, engine: str | None = None):
     with build_errors(name, program):
         compiled = cls().build(program, options)
     compiled.report.reason = f"loaded from {path}; {reason}"
-    return Executable(compiled, program, meta["return_single"], optimization_level=meta["optimization_level"])
+    return compiled, program, meta

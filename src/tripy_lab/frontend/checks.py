@@ -122,3 +122,34 @@ def operand(fn: str, param: str, value, like: dtypes.dtype, rank: int = 0, loc=N
     raise_error(f"Could not find an implementation for function: '{fn}'.",
                 [f"For parameter: '{param}', expected a Tensor or a Python number "
                  f"but got argument of type: '{type(value).__name__}'."])
+
+
+def arity_checked(fn, name: str):
+    """``fn`` whose calls with arguments its signature cannot take raise a TripyException (nvtripy's message, then
+    Python's and the signature) instead of a TypeError. Only a TypeError pays for the check."""
+    import functools
+    import inspect
+
+    from tripy_lab.core.errors import TripyException
+    from tripy_lab.core.source import user_location
+
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in params)
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError:
+            try:
+                sig.bind(*args, **kwargs)
+            except TypeError as bad:
+                first = (f"Function expects {len(positional)} parameters, but {len(args)} arguments were provided."
+                         if not variadic and len(args) > len(positional) else str(bad).capitalize() + ".")
+                raise TripyException(f"Could not find an implementation for function: '{name}'.",
+                                     [first, f"Signature: {name}{sig}"], user_location()) from None
+            raise
+
+    return call

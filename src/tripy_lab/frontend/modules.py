@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_init, ops_shape
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.checks import check_ints, check_sequence
-from tripy_lab.frontend.scopes import call_module, recording, scoped_call
+from tripy_lab.frontend.scopes import call_module, recording, scoped_call, set_leaf_test
 from tripy_lab.frontend.tensor import Tensor
+
+
+def module_dataclass(cls):
+    """A public layer as a dataclass, as nvtripy's are (``dataclasses.fields(tp.Linear)``): its annotated fields
+    are described; ``__init__``, printing, equality (identity) and attribute checks stay the Module's."""
+    return dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
 
 
 class DefaultParameter:
@@ -74,43 +81,60 @@ class Module:
     def named_children(self) -> Iterator[tuple[str, Module]]:
         return ((n, v) for n, v in self._items() if isinstance(v, Module))
 
+    def _walk(self) -> Iterator[tuple[str, object, Module, str]]:
+        """(key, parameter, owning module, its name there) for every parameter, in state_dict order: a module's own
+        parameters, then each child's. Iterative, so a module tree of any depth works (no RecursionError); a module
+        that contains itself is visited once on each path."""
+        stack: list[tuple[str, Module, frozenset]] = [("", self, frozenset())]
+        while stack:
+            prefix, module, ancestors = stack.pop()
+            ancestors = ancestors | {id(module)}
+            children = []
+            for name, value in module._items():
+                if isinstance(value, _PARAM_TYPES):
+                    yield prefix + name, value, module, name
+                elif isinstance(value, Module) and id(value) not in ancestors:
+                    children.append((f"{prefix}{name}.", value, ancestors))
+            stack.extend(reversed(children))
+
     def state_dict(self) -> dict[str, Tensor | DefaultParameter]:
         """Flat map of every parameter, with dotted keys into children."""
-        out = dict(self.named_parameters())
-        for cname, child in self.named_children():
-            out.update({f"{cname}.{k}": v for k, v in child.state_dict().items()})
-        return out
+        return {key: value for key, value, _, _ in self._walk()}
+
+    def _set_local(self, name: str, value: Tensor) -> None:
+        """Set this module's parameter ``name`` as ``_items`` names it: an attribute (its name may hold dots, e.g.
+        set with ``setattr(m, "a.b", ...)``) or an entry ``attr.i`` / ``attr.key`` of a list or dict attribute."""
+        if name in vars(self):
+            setattr(self, name, value)
+            return
+        for i, ch in enumerate(name):
+            container = vars(self).get(name[:i]) if ch == "." else None
+            if isinstance(container, (list, dict)):
+                item_key = int(name[i + 1:]) if isinstance(container, list) else name[i + 1:]
+                _check_compatible(name, container[item_key], value)
+                container[item_key] = value
+                return
+        raise_error(f"Cannot set parameter: '{name}' of module {type(self).__name__}.",
+                    ["It is neither an attribute nor an entry of a list or dict attribute."])
 
     def _set_by_key(self, key: str, value: Tensor) -> None:
-        head, _, rest = key.partition(".")
-        target = getattr(self, head, None)
-        if isinstance(target, (list, tuple, dict)) and rest:
-            idx, _, rest2 = rest.partition(".")
-            container = target
-            item_key = int(idx) if isinstance(container, (list, tuple)) else idx
-            item = container[item_key]
-            if rest2:
-                item._set_by_key(rest2, value)
-            else:
-                if isinstance(item, _PARAM_TYPES):
-                    _check_compatible(key, item, value)
-                container[item_key] = value
-        elif rest:
-            target._set_by_key(rest, value)
-        else:
-            setattr(self, head, value)
+        for k, _, owner, name in self._walk():
+            if k == key:
+                owner._set_local(name, value)
+                return
+        raise_error(f"No parameter: '{key}' in module {type(self).__name__}.", [f"Known: {sorted(self.state_dict())}"])
 
     def load_state_dict(self, state_dict: dict, strict: bool = True):
         """Assign tensors by key; returns (missing_keys, unexpected_keys)."""
-        current = self.state_dict()
-        missing = {k for k, v in current.items() if k not in state_dict and not getattr(v, "optional", False)}
-        unexpected = {k for k in state_dict if k not in current}
+        slots = {key: (value, owner, name) for key, value, owner, name in self._walk()}
+        missing = {k for k, (v, _, _) in slots.items() if k not in state_dict and not getattr(v, "optional", False)}
+        unexpected = {k for k in state_dict if k not in slots}
         if strict and (missing or unexpected):
             raise_error("state_dict is incompatible.",
                         [f"Missing keys: {sorted(missing)}", f"Unexpected keys: {sorted(unexpected)}"])
         for key, value in state_dict.items():
-            if key in current:
-                self._set_by_key(key, value)
+            if key in slots:
+                slots[key][1]._set_local(slots[key][2], value)
         return missing, unexpected
 
     def initialize_dummy_parameters(self) -> None:
@@ -152,9 +176,18 @@ def _check_compatible(name: str, old, new: Tensor) -> None:
                      f"dtype={new.dtype}."])
 
 
+@module_dataclass
 class Linear(Module):
     """y = x @ weight.T + bias, weight (out_features, in_features). With ``quant_dtype`` the weight (and the
     input, once ``input_scale`` is set) go through quantize -> dequantize, as in nvtripy."""
+
+    dtype: D.dtype
+    weight: Tensor
+    bias: Tensor | None
+    quant_dtype: D.dtype | None
+    weight_scale: Tensor | None
+    input_scale: Tensor | None
+    weight_quant_dim: int | None
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=D.float32,
                  quant_dtype=None, weight_quant_dim: int | None = None):
@@ -203,11 +236,19 @@ class Linear(Module):
             q_w = ops_quant.quantize(weight, self.weight_scale, self.quant_dtype, self.weight_quant_dim)
             weight = ops_quant.dequantize(q_w, self.weight_scale, self.dtype, self.weight_quant_dim)
         out = x @ ops_shape.transpose(weight, 0, 1)
-        return out + self.bias if self.bias is not None else out
+        # The bias as (1, out_features), as nvtripy adds it: a 1-D input gives (1, out_features).
+        return out + ops_shape.unsqueeze(self.bias, 0) if self.bias is not None else out
 
 
+@module_dataclass
 class LayerNorm(Module):
     """Normalise over the last len(normalized_shape) dims, then scale and shift."""
+
+    dtype: D.dtype
+    normalized_shape: Sequence[int]
+    weight: Tensor
+    bias: Tensor
+    eps: float
 
     def __init__(self, normalized_shape, dtype=D.float32, eps: float = 1e-5):
         super().__init__()
@@ -221,7 +262,8 @@ class LayerNorm(Module):
 
     def forward(self, x):
         if x.rank < 2:
-            raise_error("Input must have a rank of at least 2 for LayerNorm.", [f"Got rank: {x.rank}."])
+            raise_error(f"Input must have a rank of at least 2, but got input of rank: {x.rank}",
+                        ["Layer: LayerNorm (it normalizes the last dims of a batch)."])
         n = len(self.normalized_shape)
         scale = ops_shape.prepend_ones(self.weight, x.rank - n)
         bias = ops_shape.prepend_ones(self.bias, x.rank - n)
@@ -229,8 +271,12 @@ class LayerNorm(Module):
         return make1("layer_norm", [x, scale, bias], {"dims": axes, "eps": float(self.eps)})
 
 
+@module_dataclass
 class Embedding(Module):
     """Look up rows of weight (num_embeddings, embedding_dim)."""
+
+    dtype: D.dtype
+    weight: Tensor
 
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype=D.float32):
         super().__init__()
@@ -242,6 +288,7 @@ class Embedding(Module):
         return ops_shape.gather(self.weight, 0, x)
 
 
+@module_dataclass
 class Sequential(Module):
     """Calls each module in order with one input."""
 
@@ -267,12 +314,17 @@ class Sequential(Module):
             raise_error(f"Key: '{key}' not found in modules.")
         return self.modules[k]
 
-    def _set_by_key(self, key, value):
-        head, _, rest = key.partition(".")
-        self.modules[head]._set_by_key(rest, value)
-
     def forward(self, x):
         for m in self.modules.values():
             x = m(x)
         return x
 
+
+def _is_leaf(kind: type) -> bool:
+    """tripy_lab's own modules with a forward of their own ops (not Sequential, which calls its children)."""
+    forward = kind.forward
+    return (getattr(forward, "__module__", "").startswith("tripy_lab.") and kind.__call__ is Module.__call__
+            and forward is not Sequential.forward and forward is not Module.forward)
+
+
+set_leaf_test(_is_leaf)  # frontend/scopes.py asks it (scopes cannot import this module: modules imports scopes)

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import ops_init, ops_math, ops_shape, shapes
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.checks import FLOAT, check_dtype, check_ints, check_same_dtype, check_tensor
-from tripy_lab.frontend.modules import DefaultParameter, Module
+from tripy_lab.frontend.modules import DefaultParameter, Module, module_dataclass
 from tripy_lab.frontend.tensor import Tensor
 
 
@@ -18,12 +20,14 @@ def _int_list(cls: str, param: str, value, n: int, default: int, minimum: int) -
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise_error(f"Invalid value for parameter: '{param}' of '{cls}'.",
                     [f"Expected a sequence of {n} ints, but got: {value!r}."])
-    if len(value) != n:
-        raise_error(f"Invalid value for parameter: '{param}' of '{cls}'.",
-                    [f"Expected {n} entries (one per spatial dim of kernel_dims), but got: {list(value)}."])
+    if len(value) != n:  # nvtripy's wording first, then which parameter and what was expected
+        raise_error(f"{param.capitalize()} must have the same length as kernel_dims.",
+                    [f"Invalid value for parameter: '{param}' of '{cls}': expected {n} entries (one per spatial dim "
+                     f"of kernel_dims), but got: {list(value)}."])
     if any(v < minimum for v in value):
-        raise_error(f"Invalid value for parameter: '{param}' of '{cls}'.",
-                    [f"Expected values >= {minimum}, but got: {list(value)}."])
+        raise_error(f"Non-positive {param} is not supported.",
+                    [f"Invalid value for parameter: '{param}' of '{cls}': expected values >= {minimum}, but got: "
+                     f"{list(value)}."])
     return list(value)
 
 
@@ -49,11 +53,21 @@ class _ConvBase(Module):
                         [f"Got groups: {groups}, in_channels: {in_channels}, out_channels: {out_channels}."])
         if padding is None:
             padding = [(0, 0)] * n
+        if isinstance(padding, (list, tuple)) and len(padding) != n:
+            raise_error("Padding must have the same length as kernel_dims.",
+                        [f"Invalid value for parameter: 'padding' of '{cls}': expected {n} (before, after) pairs, "
+                         f"but got: {padding!r}."])
+        if isinstance(padding, (list, tuple)) and any(isinstance(v, int) and v < 0 for p in padding
+                                                      if isinstance(p, (list, tuple)) for v in p):
+            raise_error("Negative padding is not supported.",
+                        [f"Invalid value for parameter: 'padding' of '{cls}': got: {padding!r}."])
         if not isinstance(padding, (list, tuple)) or len(padding) != n or not all(
                 isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) and v >= 0 for v in p)
                 for p in padding):
-            raise_error(f"Invalid value for parameter: 'padding' of '{cls}'.",
-                        [f"Expected {n} (before, after) pairs of non-negative ints, but got: {padding!r}."])
+            raise_error("For parameter: 'padding', expected an instance of type: 'Sequence[Tuple[int, int]] | None' "
+                        f"but got: {padding!r}.",
+                        [f"Invalid value for parameter: 'padding' of '{cls}': expected {n} (before, after) pairs of "
+                         "non-negative ints."])
         self.dtype = dtype
         self.in_channels = in_channels
         self.out_channels = out_channels
@@ -66,8 +80,9 @@ class _ConvBase(Module):
             shape = (in_channels, out_channels // groups, *kernel_dims)
         else:
             shape = (out_channels, in_channels // groups, *kernel_dims)
-        self.weight = DefaultParameter(shape, dtype)
+        # bias first: nvtripy's ConvBase sets it before Conv sets the weight, so str(Conv) and state_dict list it first
         self.bias = DefaultParameter((out_channels,), dtype) if bias else None
+        self.weight = DefaultParameter(shape, dtype)
 
     def forward(self, input):  # noqa: A002 - tripy's parameter name
         cls = type(self).__name__
@@ -76,11 +91,13 @@ class _ConvBase(Module):
         check_same_dtype(cls, ("input", "weight"), (input, self.weight))
         n = len(self.kernel_dims)
         if input.rank != n + 2:
-            raise_error(f"Input must have a rank of {n + 2} for a {n}D {cls}.",
-                        [f"Expected (N, C, spatial...), but got a tensor of rank {input.rank}."])
+            raise_error("Input and weight should have the same number of spatial dimensions",
+                        [f"Input must have a rank of {n + 2} for a {n}D {cls}: expected (N, C, spatial...), but got a "
+                         f"tensor of rank {input.rank}."])
         c = input.trace_tensor.shape[1]
         if c is not None and c != self.in_channels:
-            raise_error(f"Expected {self.in_channels} channels in the input, but got {c}.", [f"Layer: {cls}."])
+            raise_error(f"Expected {self.in_channels} channels in the input, but got {c} channels",
+                        [f"Layer: {cls}."])
         x, w = input, self.weight
         stride, dilation = list(self.stride), list(self.dilation)
         pre, post = [p[0] for p in self.padding], [p[1] for p in self.padding]
@@ -94,12 +111,30 @@ class _ConvBase(Module):
         return ops_shape.squeeze(out, -1) if n == 1 else out
 
 
+@module_dataclass
 class Conv(_ConvBase):
     """N-D cross-correlation of (N, C, D...) inputs; weight (out, in/groups, *kernel_dims), bias (out,)."""
 
+    dtype: D.dtype
+    weight: Tensor
+    padding: Sequence[tuple[int, int]]
+    stride: Sequence[int]
+    groups: int
+    dilation: Sequence[int]
+    bias: Tensor | None
 
+
+@module_dataclass
 class ConvTranspose(_ConvBase):
     """Transposed convolution; weight (in, out/groups, *kernel_dims), bias (out,)."""
+
+    dtype: D.dtype
+    weight: Tensor
+    padding: Sequence[tuple[int, int]]
+    stride: Sequence[int]
+    groups: int
+    dilation: Sequence[int]
+    bias: Tensor | None
 
     _TRANSPOSED = True
     _DTYPES = (D.float32, D.float16)
@@ -110,8 +145,17 @@ def _channel_view(p: Tensor, rank: int) -> Tensor:
     return ops_shape.reshape(p, [1, -1] + [1] * (rank - 2))
 
 
+@module_dataclass
 class BatchNorm(Module):
     """Inference batch norm: (x - running_mean) * rsqrt(running_var + eps) * weight + bias, per channel."""
+
+    num_features: int
+    dtype: D.dtype
+    eps: float
+    weight: Tensor
+    bias: Tensor
+    running_mean: Tensor
+    running_var: Tensor
 
     def __init__(self, num_features: int, dtype=D.float32, eps: float = 1e-5):
         super().__init__()
@@ -128,7 +172,8 @@ class BatchNorm(Module):
         check_tensor("BatchNorm", "x", x)
         check_dtype("BatchNorm", "x", x, FLOAT)
         if x.rank < 2:
-            raise_error("Input must have a rank of at least 2 for BatchNorm.", [f"Got rank: {x.rank}."])
+            raise_error(f"Input must have a rank of at least 2, but got input of rank: {x.rank}",
+                        ["Layer: BatchNorm (the channels are dim 1)."])
         mean, var = _channel_view(self.running_mean, x.rank), _channel_view(self.running_var, x.rank)
         weight, bias = _channel_view(self.weight, x.rank), _channel_view(self.bias, x.rank)
         scale = ops_math.mul(ops_math.rsqrt(ops_math.add(var, self.eps)), weight)
@@ -139,14 +184,22 @@ def _check_norm_input(cls: str, x, channels: int) -> None:
     check_tensor(cls, "x", x)
     check_dtype(cls, "x", x, FLOAT)
     if x.rank < 3:
-        raise_error(f"Input must have a rank of at least 3 for {cls}.", [f"Got rank: {x.rank}."])
+        raise_error(f"Input must have a rank of at least 3, but got input of rank: {x.rank}",
+                    [f"Layer: {cls} (the channels are dim 1, spatial dims follow)."])
     c = x.trace_tensor.shape[1]
     if c is not None and c != channels:
-        raise_error(f"Expected {channels} channels in the input, but got {c}.", [f"Layer: {cls}."])
+        raise_error(f"Expected {channels} channels in the input, but got {c} channels", [f"Layer: {cls}."])
 
 
+@module_dataclass
 class InstanceNorm(Module):
     """Per-sample, per-channel normalization over the spatial dims, then weight/bias per channel."""
+
+    num_channels: int
+    dtype: D.dtype
+    weight: Tensor
+    bias: Tensor
+    eps: float
 
     def __init__(self, num_channels: int, dtype=D.float32, eps: float = 1e-5):
         super().__init__()
@@ -165,8 +218,16 @@ class InstanceNorm(Module):
                      params)
 
 
+@module_dataclass
 class GroupNorm(Module):
     """Normalize each group of num_channels / num_groups channels (with its spatial dims), then weight/bias."""
+
+    num_groups: int
+    num_channels: int
+    dtype: D.dtype
+    weight: Tensor
+    bias: Tensor
+    eps: float
 
     def __init__(self, num_groups: int, num_channels: int, dtype=D.float32, eps: float = 1e-5):
         super().__init__()

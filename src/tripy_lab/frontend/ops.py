@@ -5,6 +5,7 @@ from __future__ import annotations
 from tripy_lab.frontend import ops_index as X
 from tripy_lab.frontend import ops_math as M
 from tripy_lab.frontend import ops_shape as S
+from tripy_lab.frontend.checks import arity_checked
 from tripy_lab.frontend.ops_device import copy
 from tripy_lab.frontend.ops_index import flip, pad, repeat, split
 from tripy_lab.frontend.ops_init import full, full_like, iota, ones, ones_like, zeros, zeros_like
@@ -102,5 +103,17 @@ def _bind_operators() -> None:
 
 
 _bind_operators()
+
+
+def _check_arity() -> None:
+    """Wrong argument counts are TripyExceptions (nvtripy's function registry), not TypeErrors."""
+    namespace = globals()
+    for name in PUBLIC:
+        namespace[name] = arity_checked(namespace[name], name)
+    for name, fn in METHODS.items():
+        METHODS[name] = arity_checked(fn, name)
+
+
+_check_arity()
 
 __all__ = PUBLIC + ["METHODS"]

@@ -38,9 +38,22 @@ def _wrap(v, size):
     return v - (v // _BIG) * size
 
 
+def _static_step(step) -> int:
+    """A slice step as an int; a DimensionSize step (nvtripy allows one) must have a value known now."""
+    if isinstance(step, DimensionSize):
+        tt = step.trace_tensor
+        if tt.value is None and tt.is_compile_tracer:
+            raise_error("Slice step must be known when the program is built.",
+                        [f"For parameter: 'step', expected an int or a DimensionSize with a known value, but got "
+                         f"one computed from a runtime input ({tt.name}).",
+                         "The sign and size of a step decide the slice's layout; a dynamic step is not supported."])
+        return int(tt.value) if tt.value is not None else int(step)
+    return check_int("__getitem__", "step", step)
+
+
 def _slice_bounds(size, s: slice):
     """(start, count, step) of one dim for a Python slice; size and bounds may be DimensionSizes."""
-    step = 1 if s.step is None else check_int("__getitem__", "step", s.step)
+    step = 1 if s.step is None else _static_step(s.step)
     if step == 0:
         raise_error("Slice step cannot be zero.", [f"Got: {s!r}."])
     for name, v in (("start", s.start), ("stop", s.stop)):
@@ -148,7 +161,9 @@ def split(input, num_split_or_sizes, dim: int = 0) -> tuple:  # noqa: A002 - tri
     elif isinstance(num_split_or_sizes, (list, tuple)):
         sizes = list(num_split_or_sizes)
         if not sizes:
-            raise_error("Split sizes must not be empty.", ["Expected a non-empty sequence of ints or DimensionSizes."])
+            raise_error("Split indices must not be empty",
+                        ["For parameter: 'num_split_or_sizes', expected a non-empty sequence of ints or "
+                         "DimensionSizes but got: []."])
         for v in sizes:
             if not shapes.is_intlike(v):
                 raise_error("Invalid value for parameter: 'num_split_or_sizes' of 'split'.",

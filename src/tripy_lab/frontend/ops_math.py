@@ -23,7 +23,7 @@ from tripy_lab.frontend.checks import (
     norm_dims,
     operand,
 )
-from tripy_lab.frontend.tensor import DimensionSize, Tensor
+from tripy_lab.frontend.tensor import DimensionSize, Tensor, wrap
 
 
 def match_ranks(*tensors: Tensor) -> list[Tensor]:
@@ -323,12 +323,19 @@ def where(condition, input, other):  # noqa: A002
     check_dtype("where", "input", a, NUMERIC)
     check_same_dtype("where", ("input", "other"), (a, b))
     c, a, b = match_ranks(condition, a, b)
-    return make1("where", [c, a, b])
+    out = make1("where", [c, a, b])
+    if isinstance(input, DimensionSize) or isinstance(other, DimensionSize):
+        if out.rank == 0 and out.dtype is D.int32:  # a choice between shape values is one (nvtripy)
+            out.trace_tensor.is_shape = True
+            return wrap(out.trace_tensor)
+    return out
 
 
 def masked_fill(input, mask, value):  # noqa: A002
     """``value`` where ``mask`` is true, else ``input``."""
     check_tensor("masked_fill", "input", input)
+    check_tensor("masked_fill", "mask", mask)  # its own name in errors, not the `where` it is made of
+    check_dtype("masked_fill", "mask", mask, (D.bool,))
     from tripy_lab.frontend import ops_init
 
     return where(mask, ops_init.full_like(input, value), input)

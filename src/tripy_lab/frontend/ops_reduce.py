@@ -50,7 +50,9 @@ def var(input, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor: 
     diff = ops_math.sub(input, mean)
     total = ops_math.sum(ops_math.mul(diff, diff), dim=dims, keepdim=keepdim and not keep_rank0)
     count = [shapes.dim(input, d) for d in dims]
-    if builtins.all(isinstance(c, int) for c in count):
+    if keep_rank0:  # a scalar's variance is 0 whatever the correction (nvtripy's test_reduce_ops pins 0, not nan)
+        denom = scalar_constant(1.0, input.dtype)
+    elif builtins.all(isinstance(c, int) for c in count):
         denom = scalar_constant(float(max(0, math.prod(count) - correction)), input.dtype)
     else:
         n = count[0]
@@ -80,8 +82,11 @@ def topk(input, k: int, dim: int) -> tuple[Tensor, Tensor]:  # noqa: A002
     check_tensor("topk", "input", input)
     check_dtype("topk", "input", input, TOPK_DTYPES)
     k = check_int("topk", "k", k)
-    if input.rank == 0:
-        raise_error("Input must have at least 1 dimension.", ["topk needs a dimension to select along."])
+    if input.rank == 0:  # nvtripy (test_reduce.py): a scalar, as one element along dim 0 or -1
+        norm_dim("topk", dim, 1)
+        x = ops_shape.reshape(input, (1,))
+        values, indices = _top_k("topk", "top_k_max", x, k, 0)
+        return ops_shape.reshape(values, ()), ops_shape.reshape(indices, ())
     d = norm_dim("topk", dim, input.rank)
     return _top_k("topk", "top_k_max", input, k, d)
 

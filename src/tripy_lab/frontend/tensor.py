@@ -11,7 +11,8 @@ import numpy as np
 from tripy_lab.core import dtypes
 from tripy_lab.core.arrays import device_kind, to_host
 from tripy_lab.core.device import device as Device
-from tripy_lab.core.errors import raise_error
+from tripy_lab.core.errors import expected, raise_error
+from tripy_lab.core.logging import logger
 from tripy_lab.core.source import user_location
 from tripy_lab.trace import TraceOp, TraceTensor, apply
 
@@ -176,7 +177,13 @@ class Tensor:
 
                 array = to_gpu(array)
         elif hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) or hasattr(data, "__array__"):
+            if isinstance(data, np.ma.MaskedArray):
+                raise_error("Unsupported data for Tensor: a numpy masked array.",
+                            ["Its mask would be dropped. Fill the masked values first: `tp.Tensor(data.filled(0))`, "
+                             "or pass `data.data` if the mask does not matter."])
             array = data if hasattr(data, "__dlpack__") or isinstance(data, np.ndarray) else np.asarray(data)
+            if getattr(array, "shape", None) is None or getattr(array, "dtype", None) is None:
+                array = to_host(array)  # an object that only speaks DLPack: read through numpy (zero-copy)
             host_dtype = getattr(array, "dtype", None)
             host_dtype = to_host(array).dtype if host_dtype is None or not isinstance(
                 host_dtype, np.dtype) else host_dtype
@@ -184,6 +191,14 @@ class Tensor:
             dt = dtypes.from_numpy(host_dtype)
             if isinstance(array, np.ndarray) and array.dtype != dtypes.to_numpy(dt):
                 array = array.astype(dtypes.to_numpy(dt))
+            if isinstance(array, np.ndarray) and not array.flags.c_contiguous:
+                # nvtripy refuses non-canonical strides ("Non-canonical strides are not supported"): a limit of
+                # MLIR-TensorRT's runtime memrefs, not of the values. A constant is copied into the program here
+                # anyway, so it is made contiguous, with a note (docs/coverage.md, "behaviour").
+                logger.info("tp.Tensor: an array with non-canonical strides (e.g. a transpose) was copied to a "
+                            "contiguous one; nvtripy refuses such arrays (use np.ascontiguousarray there).",
+                            mode="once")
+                array = np.ascontiguousarray(array)
         else:
             raise_error("Unsupported data for Tensor.", [f"Got an object of type: {type(data).__name__}."])
         self.trace_tensor = constant(array, dt, loc, name=name)
@@ -313,7 +328,17 @@ class Tensor:
         if name in ops.METHODS:
             fn = ops.METHODS[name]
             return lambda *a, **k: fn(self, *a, **k)
-        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        # nvtripy's message and hint: a free function's name, or a close Tensor attribute for a typo
+        msg = f"Module: 'tripy_lab.Tensor' does not have attribute: '{name}'"
+        if name in ops.PUBLIC:
+            msg += f". Did you mean: 'tripy_lab.{name}'?"
+        else:
+            import difflib
+
+            close = difflib.get_close_matches(name, [n for n in dir(type(self)) if not n.startswith("_")]
+                                              + list(ops.METHODS), n=1)
+            msg += f". Did you mean: '{close[0]}'?" if close else ""
+        raise AttributeError(msg)
 
 
 class _OutputTensor(Tensor):
@@ -339,6 +364,10 @@ class DimensionSize(Tensor):
     def __init__(self, data: int, name: str | None = None):
         if isinstance(data, bool) or not isinstance(data, (int, np.integer)):
             raise_error("DimensionSize data must be an int.", [f"Got: {data!r}."])
+        if not -(2**31) <= int(data) < 2**31:
+            raise_error(f"Value {int(data)} does not fit in int32.",
+                        [expected("data", int(data), "an int32 value (a DimensionSize is int32: "
+                                  f"[{-(2**31)}, {2**31 - 1}])")])
         array = np.asarray(int(data), dtype=np.int32)
         self.trace_tensor = constant(array, dtypes.int32, user_location(), value=array, name=name)
         self.trace_tensor.is_shape = True

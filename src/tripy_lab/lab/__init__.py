@@ -21,6 +21,23 @@ def diff(exe_a, exe_b, labels=None, **options):
     return compile_diff(exe_a, exe_b, labels, **options)
 
 
+def accuracy(exe, *args, against="reference", rtol=None, atol=None, max_bytes=None):
+    """Per-op accuracy of ``exe`` on ``args`` against the float64 reference (or an engine, or another
+    Executable) -> ``AccuracyReport`` (``first_divergent``, ``table()``, ``subgraph()``); see
+    ``tripy_lab.lab.accuracy_report``."""
+    from tripy_lab.lab.accuracy_report import accuracy as _accuracy
+
+    return _accuracy(exe, *args, against=against, rtol=rtol, atol=atol, max_bytes=max_bytes)
+
+
+def accuracy_sweep(func, args, variants=("float16",), **options):
+    """Compile ``func`` at each precision variant ("float16", "bfloat16", "int8", ...) and compare each, op
+    by op, with the fp32 program in the float64 reference -> ``SweepReport``."""
+    from tripy_lab.lab.accuracy_sweeps import accuracy_sweep as _sweep
+
+    return _sweep(func, args, variants, **options)
+
+
 def show(exe, name: str = "exe"):
     """Display ``exe`` as the lab widget with its static snapshot (one output); returns the LabWidget."""
     from tripy_lab.lab.ui import show as _show
@@ -58,4 +75,5 @@ def report_notebook(ipynb_path, out_path):
     return _report_notebook(ipynb_path, out_path)
 
 
-__all__ = ["Overlay", "benchmark", "compare", "diff", "graph", "profile", "report", "report_notebook", "show"]
+__all__ = ["Overlay", "accuracy", "accuracy_sweep", "benchmark", "compare", "diff", "graph", "profile", "report",
+           "report_notebook", "show"]

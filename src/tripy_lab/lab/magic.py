@@ -113,7 +113,13 @@ def target_location(cell: str, filename: str, name: str) -> SourceLocation:
         for t in targets:
             if getattr(t, "name", None) == name or getattr(t, "id", None) == name:
                 line = node.lineno + 1
-    return SourceLocation(filename, line, "<cell>")
+    return line_location(filename, line, cell.splitlines()[line - 2] if line > 1 else "")
+
+
+def line_location(filename: str, line: int, text: str) -> SourceLocation:
+    """A cell line as an error location, its caret as long as the line's text (no column is known)."""
+    col = len(text) - len(text.lstrip())
+    return SourceLocation(filename, line, "<cell>", col, len(text.rstrip()))
 
 
 def runtime_params(func) -> list[inspect.Parameter]:
@@ -185,7 +191,7 @@ class TripyMagics(Magics):
         shell = self.shell
         parsed = S.parse_line(line)
         filename = self._run_cell_code(line, cell)
-        self.fallback = SourceLocation(filename, 1, "<cell>")
+        self.fallback = line_location(filename, 1, f"%%tpcompile {line}")
         fname, func = find_target(cell, shell.user_ns)
         self.fallback = target_location(cell, filename, fname)
         params = runtime_params(func)

@@ -76,6 +76,7 @@ class MlirView:
     seconds: float | None
     generic: bool = False
     error_op: str | None = None
+    accuracy: object = None  # an AccuracyReport of this program: lines shaded by error (lab/accuracy_views.py)
 
     @classmethod
     def of(cls, lowered, generic: bool = False, error_op: str | None = None) -> MlirView:
@@ -96,6 +97,11 @@ class MlirView:
         head = head_html(f"{self.n_ops} MLIR ops · lowered in {_ms(self.seconds)}"
                          f"{' · generic form' if self.generic else ''}")
         body = views.mlir_html("\n".join(t for t, _ in lines), marked)
+        if self.accuracy is not None and not self.generic:
+            from tripy_lab.lab import accuracy_views
+
+            body = accuracy_views.legend_html() + accuracy_views.shade_mlir_html(
+                body, *accuracy_views.line_errors(self.accuracy, [t for t, _ in lines], self.n_ops))
         tail = note_html(f"MLIR elided: {len(self.lines) - len(lines)} more lines.") if cut else ""
         return head + body + tail
 
@@ -139,8 +145,10 @@ class EngineView:
                 ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
                 ("profile", profile_text(built)), ("layers", len(built.layers))]
         info += [(f"cache: {k}", v) for k, v in r.cache.items()]
-        view = cls(r.engine, info, list(r.notes), views.layers_frame(built.layers), dict(r.extra_stages),
-                   export_commands(built))
+        from tripy_lab.lab.accuracy_views import with_precision
+
+        layers = with_precision(views.layers_frame(built.layers), built.layers, built.lowered.program)
+        view = cls(r.engine, info, list(r.notes), layers, dict(r.extra_stages), export_commands(built))
         prof = getattr(built.compiled, "last_profile", None)
         if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
             from tripy_lab.lab import layer_time
@@ -183,12 +191,13 @@ class EngineView:
 class RunView:
     """The latest Run / Time / Sweep result (or a note saying there is none)."""
 
-    kind: str = "note"  # "note", "run", "time", "sweep", "error"
+    kind: str = "note"  # "note", "run", "time", "sweep", "accuracy", "error"
     message: str = "build, then Run or Time"
     results: list[tuple[str, str]] = field(default_factory=list)  # run: (shape label, output description)
     frame: object = None  # time/sweep: the benchmark DataFrame
     sweep: tuple | None = None  # sweep: (xs, ys, opt_x, xlabel)
     details: list[str] = field(default_factory=list)  # error
+    report: object = None  # accuracy: the AccuracyReport
 
     def html(self, limits: Limits = LIVE) -> str:
         if self.kind == "note":
@@ -200,6 +209,10 @@ class RunView:
         if self.kind == "run":
             items = "".join(f"<li><code>{esc(shape)}</code> → {esc(desc)}</li>" for shape, desc in self.results)
             return f"<ul class='tripy-run-result'>{items}</ul>"
+        if self.kind == "accuracy":
+            from tripy_lab.lab.accuracy_views import report_html
+
+            return report_html(self.report)
         df = self.frame
         if self.kind == "time" and not df["error"].any():
             df = df.drop(columns=["error"])

@@ -304,6 +304,10 @@ class LabWidget:
         self.run_button.on_click(lambda _: self._guard(self._run_once))
         self.time_button.on_click(lambda _: self._guard(self._time))
         self.sweep_button.on_click(lambda _: self._guard(self._sweep))
+        self.accuracy_button = W.Button(description="Accuracy", icon="crosshairs",
+                                        tooltip="per-op error against the reference in float64")
+        self.accuracy_button.on_click(lambda _: self._guard(self._accuracy))
+        self.accuracy_button.add_class("tripy-accuracy-button")
         self.run_button.add_class("tripy-run")
         self.time_button.add_class("tripy-time")
         self.sweep_button.add_class("tripy-sweep-button")
@@ -314,7 +318,7 @@ class LabWidget:
             [
                 W.HBox([self.point, self.custom]),
                 W.HBox([self.warmup, self.iters]),
-                W.HBox([self.run_button, self.time_button, self.sweep_button]),
+                W.HBox([self.run_button, self.time_button, self.sweep_button, self.accuracy_button]),
                 self.run_out,
             ]
         )
@@ -368,6 +372,17 @@ class LabWidget:
         ok = df["error"] == ""
         sweep = ([x for x, good in zip(xs, ok) if good], list(df.loc[ok, "compute_ms"]), opt_x, xlabel)
         return tabs.RunView("sweep", frame=df, sweep=sweep)
+
+    def _accuracy(self, exe) -> tabs.RunView:
+        """Per-op accuracy on random inputs at the first chosen shape point; the MLIR pane shades by error."""
+        from tripy_lab.lab.accuracy_views import run_accuracy
+
+        report = run_accuracy(exe, self._points()[0])
+        mlir = self._view("mlir")
+        if isinstance(mlir, tabs.MlirView) and mlir.n_ops == len(report.program.ops()):
+            mlir.accuracy = report
+            self._render("mlir")
+        return tabs.RunView("accuracy", report=report)
 
 
 def parse_custom_shapes(text: str) -> dict:

@@ -184,6 +184,23 @@ def name_loc(name: str, child: FileLineColLoc | UnknownLoc | NameLoc) -> NameLoc
     return loc
 
 
+def loc_name(op) -> str:
+    """The trace op name on an op's location: ``loc("%t5"(...))`` -> ``"%t5"`` ("" when unnamed)."""
+    return _loc_name(getattr(op, "location", None))
+
+
+def _loc_name(loc) -> str:
+    desc = getattr(loc, "desc", None)  # xDSL's NameLoc keeps the name in `desc`
+    name = getattr(desc, "data", None)
+    if isinstance(name, str):
+        return name
+    inner = getattr(loc, "locations", None)  # FusedLoc
+    for sub in getattr(inner, "data", inner) or ():
+        if name := _loc_name(sub):
+            return name
+    return ""
+
+
 def shape_of(t: Attribute) -> tuple[int | None, ...]:
     """Shape of a tensor type with ``None`` for dynamic dims."""
     assert isinstance(t, TensorType), f"expected a tensor type, got {t}"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from tripy_lab.core.errors import raise_error
+import numpy as np
+
+from tripy_lab.core import dtypes
+from tripy_lab.core.bounds import DimensionInputInfo
 from tripy_lab.core.logging import logger
+from tripy_lab.core.source import user_location
 from tripy_lab.executable import Executable
 from tripy_lab.pipeline.stages import check_optimization_level
-from tripy_lab.pipeline.tracing import compiling, trace
+from tripy_lab.pipeline.tracing import compile_context, compiling, trace
 from tripy_lab.trace import Trace, TraceTensor
 
 
@@ -23,29 +27,49 @@ def compile(func, optimization_level: int = 3, *, args=(), kwargs=None, engine: 
     return built.executable()
 
 
-def _depends_on_input(tt: TraceTensor) -> bool:
-    stack, seen = [tt], set()
+def _input_leaves(tt: TraceTensor) -> list[TraceTensor] | None:
+    """The compile inputs ``tt`` is computed from (in no particular order), or None when it uses none."""
+    stack, seen, leaves = [tt], set(), []
     while stack:
         t = stack.pop()
         if id(t) in seen:
             continue
         seen.add(id(t))
         if t.producer is None:
-            return True
-        stack.extend(t.producer.inputs)
-    return False
+            leaves.append(t)
+        else:
+            stack.extend(t.producer.inputs)
+    return leaves or None
+
+
+def _stand_in(info) -> np.ndarray:
+    """nvtripy's tracing inputs: ones (True) at the opt shape; a DimensionInputInfo's opt value."""
+    if isinstance(info, DimensionInputInfo):
+        return np.asarray(info.value_bounds.opt[0], dtype=np.int32)
+    return np.ones(info.shape_bounds.opt, dtype=dtypes.to_numpy(info.dtype))
 
 
 def evaluate(tt: TraceTensor):
-    """Eager ``Tensor.eval()``: the same pipeline with no inputs and optimization level 0."""
-    if compiling() and _depends_on_input(tt):
-        raise_error("Cannot evaluate a tensor while compiling.",
-                    ["This tensor depends on a runtime input of the function being compiled; its value is not "
-                     "known until the Executable runs. Avoid print/tolist/int/bool on it inside the function."],
-                    location=tt.location)
+    """Eager ``Tensor.eval()``: the same pipeline with no inputs and optimization level 0.
+
+    While compiling, a tensor computed from the function's inputs is evaluated on stand-ins (ones at the opt shape,
+    as nvtripy traces) with a warning; tracing refuses the function if its result then depends on that value."""
     from tripy_lab.pipeline.stages import Traced
 
-    traced = Traced(Trace([tt], [], {}, name="eval"), 0.0)
-    built = traced.lower().build(optimization_level=0)
-    (out,) = built.compiled.run([])
+    leaves = _input_leaves(tt) if compiling() else None
+    if leaves is None:
+        traced = Traced(Trace([tt], [], {}, name="eval"), 0.0)
+        built = traced.lower().build(optimization_level=0)
+        (out,) = built.compiled.run([])
+        return out
+    inputs, infos, evaluated = compile_context()
+    used = [t for t in inputs if any(t is leaf for leaf in leaves)]
+    traced = Traced(Trace([tt], used, {t.name: infos[t.name] for t in used}, name="eval"), 0.0)
+    built = traced.lower().build(optimization_level=0, shapes="opt")
+    (out,) = built.compiled.run([_stand_in(infos[t.name]) for t in used])
+    location = user_location()
+    evaluated[id(tt)] = (tt, location)
+    logger.warning("Tensor was evaluated while compiling, from stand-in inputs (ones at the opt shape): its value "
+                   "is not the runtime one. Fine if the result does not use it.", mode="once")
+    logger.warning(f"Tensor was evaluated while compiling here: {location.render() if location else '?'}")
     return out

@@ -15,20 +15,46 @@ from tripy_lab.frontend import Module
 from tripy_lab.frontend.tensor import DimensionSize, Tensor
 from tripy_lab.trace import Trace, TraceTensor, optable
 
-_COMPILING = [0]
+_COMPILING: list[tuple[list, dict, dict]] = []  # per trace being made: its inputs, infos, tensors evaluated
 
 
 def compiling() -> bool:
-    return _COMPILING[0] > 0
+    return bool(_COMPILING)
+
+
+def compile_context() -> tuple[list, dict, dict]:
+    """The innermost trace being made: (input trace tensors, their infos by name, {id(tt): (tt, location)} of the
+    tensors evaluated while tracing)."""
+    return _COMPILING[-1]
 
 
 @contextlib.contextmanager
-def _compiling():
-    _COMPILING[0] += 1
+def _compiling(inputs: list, infos: dict):
+    _COMPILING.append((inputs, infos, {}))
     try:
         yield
     finally:
-        _COMPILING[0] -= 1
+        _COMPILING.pop()
+
+
+def _check_not_evaluated(outputs: list[TraceTensor], evaluated: dict) -> None:
+    """nvtripy's rule: a tensor evaluated while compiling is fine (a warning) unless the result uses it, since its
+    value was computed from stand-in inputs and would be baked into the program."""
+    if not evaluated:
+        return
+    stack, seen = list(outputs), set()
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        if id(t) in evaluated and evaluated[id(t)][0] is t:
+            raise_error("Cannot evaluate a tensor while compiling.",
+                        ["Tensor was evaluated here (its value came from stand-in inputs: all ones at the opt shape):",
+                         "The result depends on it. Avoid print/tolist/int/bool on tensors that depend on the "
+                         "function's runtime inputs."], location=evaluated[id(t)][1])
+        if t.producer is not None:
+            stack.extend(t.producer.inputs)
 
 
 def _input_tensor(name: str, info) -> Tensor:
@@ -140,17 +166,18 @@ def trace(func: Callable, args=(), kwargs=None):
                     [str(exc), f"Signature: {sig}"])
     inputs: list[TraceTensor] = []
     infos: dict = {}
-    call_args, call_kwargs = [], {}
     for pname, value in bound.arguments.items():
         kind = sig.parameters[pname].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
-            call_args += [_flatten(f"{pname}{i}", v, inputs, infos) for i, v in enumerate(value)]
+            value = tuple(_flatten(f"{pname}{i}", v, inputs, infos) for i, v in enumerate(value))
         elif kind is inspect.Parameter.VAR_KEYWORD:
-            call_kwargs.update({k: _flatten(k, v, inputs, infos) for k, v in value.items()})
-        elif kind is inspect.Parameter.KEYWORD_ONLY:
-            call_kwargs[pname] = _flatten(pname, value, inputs, infos)
+            value = {k: _flatten(k, v, inputs, infos) for k, v in value.items()}
         else:
-            call_args.append(_flatten(pname, value, inputs, infos))
+            value = _flatten(pname, value, inputs, infos)
+        bound.arguments[pname] = value
+    # BoundArguments.args stops at the first parameter left to its default: a later one given by name
+    # (kwargs={"b": 10.0} with ``a`` defaulted) goes by keyword, never into ``a``'s position.
+    call_args, call_kwargs = bound.args, bound.kwargs
     check_named_dimensions(infos)
     if isinstance(func, Module):
         for key, tensor in func.state_dict().items():
@@ -163,8 +190,9 @@ def trace(func: Callable, args=(), kwargs=None):
     made: list = []
     optable.recording.append(made)
     try:
-        with _compiling(), gc_paused():
+        with _compiling(inputs, infos), gc_paused():
             result = func(*call_args, **call_kwargs)
+            evaluated = compile_context()[2]
         single = isinstance(result, Tensor)
         outputs = [result] if single else list(result) if isinstance(result, (list, tuple)) else None
         if not outputs or any(not isinstance(o, Tensor) for o in outputs):
@@ -172,6 +200,7 @@ def trace(func: Callable, args=(), kwargs=None):
             code = (func.forward if isinstance(func, Module) else func).__code__
             raise_error("Function must return 1 or more Tensors.",
                         [f"Got a return value of type: {type(bad).__name__}."], location=return_location(code))
+        _check_not_evaluated([o.trace_tensor for o in outputs], evaluated)
     except Exception as exc:
         exc.partial_trace = _partial(made, inputs, infos, name, time.perf_counter() - start)
         if exc.partial_trace is not None:

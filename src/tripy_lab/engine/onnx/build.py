@@ -1,4 +1,4 @@
-"""The ``onnxruntime`` engine: the program lowered to ONNX (``onnx_lowering``) and run by ONE
+"""The ``onnxruntime`` engine: the program lowered to ONNX (``lowering``) and run by ONE
 ``onnxruntime.InferenceSession`` for the whole profile: every shape inside the InputInfo bounds runs
 without another build (the xla engine compiles once per new shape).
 
@@ -23,7 +23,7 @@ returns host numpy arrays on every provider (no IOBinding of device buffers yet)
 The layer table comes from the session's optimized model (``optimized_model_filepath``): one row per node
 after onnxruntime's fusions; a fused node names every MLIR op (hence trace op and user line) whose tensors
 lie between its inputs and outputs. ``profile()`` (the lab's timing runs) and ``layer_times()`` run a
-second, profiling session and join onnxruntime's per-node kernel times to those rows (``onnx_profile``).
+second, profiling session and join onnxruntime's per-node kernel times to those rows (``profile``).
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
 
     def profile(self, args: Sequence[Any], calls: int = 10) -> EngineProfile:
         """Compute time per call: wall time of the engine's own ``InferenceSession.run`` (inputs converted
-        once); time per layer: onnxruntime's profiler in a profiling session (see ``onnx_profile``).
+        once); time per layer: onnxruntime's profiler in a profiling session (see ``profile``).
 
         Like trtexec's ``--dumpProfile``, the layer times come from separate, profiled runs (in blocks
         alternating with the timed runs of the engine's session): the profiler adds its bookkeeping (a few microseconds

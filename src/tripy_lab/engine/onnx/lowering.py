@@ -1,4 +1,4 @@
-"""MLIR (tensorrt dialect) -> ONNX model. The op table is ``onnx_ops.TABLE``; this module walks the program.
+"""MLIR (tensorrt dialect) -> ONNX model. The op table is ``ops.TABLE``; this module walks the program.
 
 What the model looks like
 -------------------------
@@ -125,7 +125,7 @@ _WHERE_CARRIER = {"i1": "ui8", "f16": "f32", "bf16": "f32", "i8": "i32", "i4": "
 
 
 class OpLowering:
-    """What a table entry may ask while it lowers one MLIR op (``onnx_ops``' ``ctx``)."""
+    """What a table entry may ask while it lowers one MLIR op (``ops``' ``ctx``)."""
 
     def __init__(self, builder: _GraphBuilder, op, index: int, trace_name: str, line: str, location):
         self.b = builder
@@ -275,8 +275,7 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
     from onnx import helper
 
     from tripy_lab.engine.onnx.ops import TABLE
-    from tripy_lab.engine.xla.build import loc_name
-    from tripy_lab.mlir.attrs import elem_of, shape_of
+    from tripy_lab.mlir.attrs import elem_of, loc_name, shape_of
 
     b = _GraphBuilder(program)
     main = program.main()

@@ -1,6 +1,6 @@
 """The ONNX lowering table: MLIR op name -> ``fn(op, ctx) -> [ONNX tensor name per result]``.
 
-``ctx`` is an ``onnx_lowering.OpLowering``: named operands as ONNX tensor names (``ctx.operand("input")``),
+``ctx`` is a ``lowering.OpLowering``: named operands as ONNX tensor names (``ctx.operand("input")``),
 attributes as Python values (``ctx.attr("axis")``), MLIR types (``ctx.elem(v)``, ``ctx.shape(v)``) and
 ``ctx.node(op_type, inputs, **attrs)`` / ``ctx.const(array)`` to emit nodes and initializers.
 

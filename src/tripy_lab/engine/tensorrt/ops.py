@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from tripy_lab.core.errors import TripyException
-from tripy_lab.engine.tensorrt.profile import layer_name, op_loc_name
+from tripy_lab.engine.tensorrt.layers import layer_name, op_loc_name
 from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of, shape_of
 from tripy_lab.mlir.dialect import attr_value
 

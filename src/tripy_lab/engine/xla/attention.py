@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tripy_lab.engine.xla.patterns import attr, producer
+
 MODE = "auto"
 # q, k, v sliced out of one packed projection (GPT-2's c_attn) are computed as three GEMMs that write the
 # fused kernel's layout directly (the packed GEMM and its slice copies are then dead code for XLA)
@@ -41,7 +43,7 @@ SPLIT_PACKED = True
 _SWAP_LAST = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2), 5: (0, 1, 2, 4, 3)}
 # "auto" fuses only attention whose scores (batch x heads x T x S) have at least this many elements. Below
 # it XLA's own fusions of the unfused ops are as fast or faster, and the whole program stays in one CUDA
-# graph (a cuDNN call splits XLA's command buffer). GPT-2 small on the H200 (benchmarks/README.md, back-to-
+# graph (a cuDNN call splits XLA's command buffer). GPT-2 small on the H200 (docs/perf-history.md, back-to-
 # back calls, unfused vs cuDNN): B1 T128 (0.2 M scores) 0.52 vs 0.58-0.79 ms, B1 T256 (0.8 M) 0.57 vs
 # 0.67 ms, B4 T256 and B1 T512 (3.1 M) equal, B8 T512 (25 M) 3.44 vs 2.71 ms.
 FUSE_MIN_SCORES = 1 << 21
@@ -84,20 +86,8 @@ def _shape_read(op) -> bool:
     return any(u.operation.name == "tensorrt.shape" for r in op.results for u in r.uses)
 
 
-def _producer(value):
-    owner = getattr(value, "owner", None)
-    return owner if getattr(owner, "name", "").startswith("tensorrt.") else None
-
-
 def _element(value) -> str:
     return str(value.type.element_type)
-
-
-def _attr(op, name, default=None):
-    from tripy_lab.mlir.dialect import attr_value
-
-    v = attr_value(op, name)
-    return default if v is None else v
 
 
 def find(ops: list) -> list[Match]:
@@ -112,25 +102,25 @@ def find(ops: list) -> list[Match]:
 
 
 def _match_at(op, index) -> Match | None:
-    if op.name != "tensorrt.matrix_multiply" or _attr(op, "op0", "kNONE") != "kNONE" \
-            or _attr(op, "op1", "kNONE") != "kNONE":
+    if op.name != "tensorrt.matrix_multiply" or attr(op, "op0", "kNONE") != "kNONE" \
+            or attr(op, "op1", "kNONE") != "kNONE":
         return None
     p, v = op.input0, op.input1
     rank = len(p.type.get_shape())
     chain = []
     # softmax in f32 of f16/bf16 scores (``softmax(s.float()).half()``): the fused kernel's softmax is f32 too
-    narrow = _producer(p)
+    narrow = producer(p)
     if narrow is not None and narrow.name == "tensorrt.cast" and _single_use(p):
         chain.append(narrow)
         p = narrow.input
     else:
         narrow = None
-    sm = _producer(p)
-    if sm is None or sm.name != "tensorrt.softmax" or not _single_use(p) or int(_attr(sm, "axis", -1)) != rank - 1:
+    sm = producer(p)
+    if sm is None or sm.name != "tensorrt.softmax" or not _single_use(p) or int(attr(sm, "axis", -1)) != rank - 1:
         return None
     chain.append(sm)
     s = sm.input
-    widen = _producer(s)
+    widen = producer(s)
     if narrow is not None:
         if widen is None or widen.name != "tensorrt.cast" or not _single_use(s) \
                 or _element(widen.input) != _element(narrow.results[0]) or _element(s) != "f32":
@@ -139,25 +129,25 @@ def _match_at(op, index) -> Match | None:
         s = widen.input
     mask = fill = None
     keep_when = True
-    sel = _producer(s)
+    sel = producer(s)
     if sel is not None and sel.name == "tensorrt.select" and _single_use(s):
         then_, else_ = sel.thenInput, sel.elseInput
-        then_is_scores = _producer(then_) is not None and _producer(then_).name in (
+        then_is_scores = producer(then_) is not None and producer(then_).name in (
             "tensorrt.element_wise", "tensorrt.matrix_multiply") and _single_use(then_)
         s, fill, keep_when = (then_, else_, True) if then_is_scores else (else_, then_, False)
         mask = sel.condition
         chain.append(sel)
     scale = None
     scale_op = ""
-    ew = _producer(s)
+    ew = producer(s)
     if ew is not None and ew.name == "tensorrt.element_wise" and _single_use(s) \
-            and _attr(ew, "elementwiseOperation") in ("kPROD", "kDIV"):
-        kind = _attr(ew, "elementwiseOperation")
+            and attr(ew, "elementwiseOperation") in ("kPROD", "kDIV"):
+        kind = attr(ew, "elementwiseOperation")
         a, b = ew.input1, ew.input2
-        a_mm = _producer(a) is not None and _producer(a).name == "tensorrt.matrix_multiply"
+        a_mm = producer(a) is not None and producer(a).name == "tensorrt.matrix_multiply"
         if a_mm:
             s, scale = a, b
-        elif kind == "kPROD" and _producer(b) is not None and _producer(b).name == "tensorrt.matrix_multiply":
+        elif kind == "kPROD" and producer(b) is not None and producer(b).name == "tensorrt.matrix_multiply":
             s, scale = b, a
         else:
             return None
@@ -165,17 +155,17 @@ def _match_at(op, index) -> Match | None:
             return None
         scale_op = kind
         chain.append(ew)
-    mm = _producer(s)
+    mm = producer(s)
     if mm is None or mm.name != "tensorrt.matrix_multiply" or not _single_use(s) \
-            or _attr(mm, "op0", "kNONE") != "kNONE":
+            or attr(mm, "op0", "kNONE") != "kNONE":
         return None
     chain.append(mm)
     q, kt = mm.input0, mm.input1
-    if _attr(mm, "op1", "kNONE") == "kTRANSPOSE":
+    if attr(mm, "op1", "kNONE") == "kTRANSPOSE":
         k, how = kt, "op1"
-    elif _attr(mm, "op1", "kNONE") == "kNONE":
-        tr = _producer(kt)
-        if tr is None or tr.name != "tensorrt.transpose" or tuple(_attr(tr, "permutation", ())) != _SWAP_LAST.get(
+    elif attr(mm, "op1", "kNONE") == "kNONE":
+        tr = producer(kt)
+        if tr is None or tr.name != "tensorrt.transpose" or tuple(attr(tr, "permutation", ())) != _SWAP_LAST.get(
                 rank):
             return None
         k, how = tr.input, "transpose"
@@ -199,37 +189,40 @@ def _static(value, env, program=None, depth: int = 0) -> np.ndarray | None:
 
     Values the trace folded are in ``env``; a broadcast of a static value that only adds leading dims is
     looked through (large broadcasts are traced, not folded); large constants (passed to XLA as device
-    arguments, so traced) and the ops on them are evaluated here with the reference engine's numpy table.
+    arguments, so traced) and the ops on them are evaluated here by the engine's own translations in numpy
+    (the ops it folds while tracing, ``STATIC_OK``), without the size limit of the trace's folding.
     """
     v = env.get(value)
     if isinstance(v, (np.ndarray, np.generic)):
         return np.asarray(v)
-    op = _producer(value)
+    op = producer(value)
     if op is None or depth > 16:
         return None
     if op.name == "tensorrt.broadcast":
         x = _static(op.input, env, program, depth + 1)
         if x is not None:
             out_rank = len(value.type.get_shape())
-            dims = tuple(int(d) for d in (_attr(op, "broadcast_dims", ()) or ()))
+            dims = tuple(int(d) for d in (attr(op, "broadcast_dims", ()) or ()))
             if dims == tuple(range(out_rank - x.ndim, out_rank)):
                 return x
     if program is None or op.name == "tensorrt.broadcast":  # a broadcast may be huge: not materialized here
         return None
     if op.name == "tensorrt.constant":
         return np.asarray(program.constant_value(op))
-    from tripy_lab.engine.reference.ops import TABLE
+    from tripy_lab.engine.xla.ops import STATIC_OK, TABLE, OpContext
 
-    fn = TABLE.get(op.name)
+    fn = TABLE.get(op.name) if op.name in STATIC_OK else None
     vals = [_static(o, env, program, depth + 1) for o in op.operands]
     if fn is None or any(x is None or x.size > STATIC_EVAL_LIMIT for x in vals):
         return None
+    ctx = OpContext(op, -1, dict(zip(op.operands, vals)), np, program)
     try:
-        out = fn(op, vals, dict(zip(op.operands, vals)), program)
-    except Exception:  # the reference cannot evaluate it statically: treat it as data
+        with np.errstate(all="ignore"):
+            outs = list(fn(op, vals, ctx))
+    except Exception:  # not evaluable in numpy here: treat it as data
         return None
-    outs = out if isinstance(out, list) else [out]
-    result = np.asarray(outs[list(op.results).index(value)])
+    i = list(op.results).index(value)
+    result = np.asarray(outs[i]).astype(ctx.result_dtype(i), copy=False)
     return result if result.size <= STATIC_EVAL_LIMIT else None
 
 
@@ -297,45 +290,45 @@ def _packed_projection(value, env, program):
     """If ``value`` (q, k or v: [B, H, T, D]) is slice ``i`` of a packed projection -- ``x @ W (+ b)``
     reshaped to [B, T, 3, H, D] and transposed (2, 0, 3, 1, 4), as GPT-2's ``c_attn`` is -- return
     (matmul op, x, W as [Din, 3, H, D], bias as [3, H, D] or None, i); else None."""
-    r = _producer(value)
+    r = producer(value)
     if r is None or r.name not in ("tensorrt.reshape", "tensorrt.collapse_rank"):
         return None
-    sl = _producer(r.input)
-    if sl is None or sl.name != "tensorrt.slice" or str(_attr(sl, "mode", "kDEFAULT")) != "kDEFAULT":
+    sl = producer(r.input)
+    if sl is None or sl.name != "tensorrt.slice" or str(attr(sl, "mode", "kDEFAULT")) != "kDEFAULT":
         return None
-    tr = _producer(sl.input)
-    if tr is None or tr.name != "tensorrt.transpose" or tuple(_attr(tr, "permutation", ())) != (2, 0, 3, 1, 4):
+    tr = producer(sl.input)
+    if tr is None or tr.name != "tensorrt.transpose" or tuple(attr(tr, "permutation", ())) != (2, 0, 3, 1, 4):
         return None
-    rs = _producer(tr.input)
+    rs = producer(tr.input)
     if rs is None or rs.name != "tensorrt.reshape" or not hasattr(env.get(tr.input), "shape"):
         return None
     b, t, three, h, d = env[tr.input].shape
     full, part = env[sl.input].shape, env[sl.results[0]].shape
-    start = _attr(sl, "static_start")
+    start = attr(sl, "static_start")
     if start is None:
         start = _static(sl.start, env, program)
-    stride = _attr(sl, "static_stride")
+    stride = attr(sl, "static_stride")
     if stride is None and sl.stride is not None:
         stride = _static(sl.stride, env, program)
     if start is None or part[0] != 1 or tuple(part[1:]) != tuple(full[1:]) \
             or any(int(x) != 0 for x in list(start)[1:]) or (stride is not None and any(int(x) != 1 for x in stride)):
         return None
     y, bias = rs.input, None
-    add = _producer(y)
-    if add is not None and add.name == "tensorrt.element_wise" and _attr(add, "elementwiseOperation") == "kSUM":
+    add = producer(y)
+    if add is not None and add.name == "tensorrt.element_wise" and attr(add, "elementwiseOperation") == "kSUM":
         a1, a2 = add.input1, add.input2
-        mm_first = _producer(a1) is not None and _producer(a1).name == "tensorrt.matrix_multiply"
+        mm_first = producer(a1) is not None and producer(a1).name == "tensorrt.matrix_multiply"
         y, bias = (a1, env.get(a2)) if mm_first else (a2, env.get(a1))
         if bias is None or int(np.prod(bias.shape)) != three * h * d:
             return None
         bias = bias.reshape(three, h, d)
-    mm = _producer(y)
-    if mm is None or mm.name != "tensorrt.matrix_multiply" or _attr(mm, "op0", "kNONE") != "kNONE":
+    mm = producer(y)
+    if mm is None or mm.name != "tensorrt.matrix_multiply" or attr(mm, "op0", "kNONE") != "kNONE":
         return None
     x, w = env.get(mm.input0), env.get(mm.input1)
     if x is None or w is None or len(x.shape) != 3 or tuple(x.shape[:2]) != (b, t):
         return None
-    op1 = _attr(mm, "op1", "kNONE")
+    op1 = attr(mm, "op1", "kNONE")
     if op1 not in ("kNONE", "kTRANSPOSE") or any(s != 1 for s in w.shape[:-2]):
         return None
     w = w.reshape(w.shape[-2:])
@@ -350,11 +343,11 @@ def packed_qkv(m: Match, env, program, platform: str = "cpu"):
     """(q, k, v as [B, T, H, D] computed straight from a packed projection, how: "kernel" or "einsums"), or
     None when they do not come from one.
 
-    Where the Linear kernel applies (``xla_linear.MODE``: CUDA, f16/bf16, tiles that divide), one kernel
+    Where the Linear kernel applies (``linear.MODE``: CUDA, f16/bf16, tiles that divide), one kernel
     computes the three with their bias, each into its own array ("kernel"); otherwise three einsums, which
     XLA's dot merger merges into one GEMM again, followed by a bias-add and slice copy for each. (Kept apart
     with the dot merger off, XLA runs them as Triton GEMMs, which take no bias epilogue: the bias adds stay
-    and the GPT is no faster; benchmarks/README.md, fourth session.)"""
+    and the GPT is no faster; docs/perf-history.md, fourth session.)"""
     import jax.numpy as jnp
 
     found = [_packed_projection(x, env, program) for x in (m.q, m.k, m.v)]
@@ -376,7 +369,7 @@ def packed_qkv(m: Match, env, program, platform: str = "cpu"):
 
 
 def _packed_by_kernel(found, env, platform):
-    """q, k, v from one ``xla_pallas.linear`` call with ``parts=3``, or None where it does not apply."""
+    """q, k, v from one ``pallas.linear`` call with ``parts=3``, or None where it does not apply."""
     import jax.numpy as jnp
 
     from tripy_lab.engine.xla import linear as xla_linear
@@ -392,7 +385,7 @@ def _packed_by_kernel(found, env, platform):
     rows, n = int(np.prod(x.shape[:-1])), three * h * d
     if xla_pallas.tiles_for(rows, n, din, parts=three) is None:
         return None
-    src = xla_linear.weight_source(mm.input1) if _attr(mm, "op1", "kNONE") == "kNONE" else mm.input1
+    src = xla_linear.weight_source(mm.input1) if attr(mm, "op1", "kNONE") == "kNONE" else mm.input1
     src = env.get(src) if src is not None else None
     if src is not None and tuple(src.shape[-2:]) == (n, din):  # W [N, K] as given: no transposed copy of W
         wk, w_nk = jnp.asarray(src).reshape(n, din), True

@@ -54,7 +54,7 @@ class XlaStore:
         Not the MLIR text: xDSL's printer took longer than XLA's compile for large programs, and the key also
         holds the lowered StableHLO with its locations, which is the computation the executable runs (op for
         op, each located at its trace op), so it already tells this program's entries from any other's."""
-        from tripy_lab.engine.xla.build import loc_name
+        from tripy_lab.mlir.attrs import loc_name
 
         ops = [(op.name, loc_name(op)) for op in program.ops()] if op_names is None else list(op_names)
         flat = "\x00".join(itertools.chain.from_iterable(ops))  # ~10x faster than repr(ops) for 2500 ops

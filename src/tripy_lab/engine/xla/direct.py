@@ -1,8 +1,8 @@
 """The xla engine's direct path: one signature of an ``XlaCompiled`` lowered to StableHLO written by
-``xla_emit`` (op by op, ``xla_emit_ops.TABLE``) instead of traced through jax.
+``emit`` (op by op, ``emit_ops.TABLE``) instead of traced through jax.
 
 ``direct_lowering`` says whether a program can take this path (and why not); ``emit_stablehlo`` writes one
-signature's module. Static values are folded in numpy by the engine's own ``xla_ops`` translations
+signature's module. Static values are folded in numpy by the engine's own ``ops`` translations
 (``engine._apply`` / ``engine._check``), so both paths fold the same numbers.
 """
 
@@ -111,7 +111,7 @@ _KINDS = {"tensorrt.constant": _CONSTANT, "tensorrt.reshape": _RESHAPE}
 
 
 def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
-    """The StableHLO text of one signature and its output values (``xla_emit``). ``small_scores``: the
+    """The StableHLO text of one signature and its output values (``emit``). ``small_scores``: the
     softmax results of attention patterns that must stay below ``FUSE_MIN_SCORES`` (else Fallback: the
     jax path fuses them).
 

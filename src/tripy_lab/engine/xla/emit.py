@@ -1,8 +1,8 @@
 """StableHLO text emitted straight from the tensorrt MLIR ops, compiled without re-tracing through jax.
 
 ``emit_module`` walks ``program.ops()`` once: static values (shapes, small constants, shape arithmetic) are
-computed in numpy by the same ``xla_ops`` translations the jax path uses, so both paths fold the same
-numbers; every other op is written as StableHLO by ``xla_emit_ops.TABLE[op.name]``. Each op carries the
+computed in numpy by the same ``ops`` translations the jax path uses, so both paths fold the same
+numbers; every other op is written as StableHLO by ``emit_ops.TABLE[op.name]``. Each op carries the
 location ``jit(main)/<scope>/<prim>`` (``xla.scope_name``), which XLA turns into the ``op_name`` metadata
 the layer table reads, exactly as jax's named scopes do.
 

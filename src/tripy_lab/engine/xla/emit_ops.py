@@ -1,10 +1,10 @@
 """The direct StableHLO emitter's table: MLIR op name -> ``fn(op, args, ctx, em) -> [results]``, or FALLBACK.
 
-Same calling convention as ``xla_ops.TABLE`` (``ctx`` is an ``xla_ops.OpContext`` for attributes and
-result types) plus ``em``, the ``xla_emit.Emitter`` the ops are written to. ``args`` are ``Val``s
+Same calling convention as ``ops.TABLE`` (``ctx`` is an ``ops.OpContext`` for attributes and
+result types) plus ``em``, the ``emit.Emitter`` the ops are written to. ``args`` are ``Val``s
 (traced tensors) or numpy arrays (static values, written as constants where a tensor needs them).
 
-Each emitted op sequence is the one jax makes from the matching ``xla_ops`` translation (same primitives,
+Each emitted op sequence is the one jax makes from the matching ``ops`` translation (same primitives,
 same operand order, same dtypes), so the executables compute the same bits; tests/engine/test_xla_emit.py
 compiles programs both ways and compares them bit for bit. Ops marked FALLBACK (and any dtype or attribute
 an emitter refuses with ``Fallback``) make the engine trace the whole program through jax.
@@ -145,7 +145,7 @@ def transpose(em, x, perm) -> Val:
 
 
 def convert_like_translation(em, x, dt) -> Val:
-    """``xla_ops._convert``: float -> int saturates (nan -> 0), -> bool is ``x != 0``, others convert."""
+    """``ops._convert``: float -> int saturates (nan -> 0), -> bool is ``x != 0``, others convert."""
     x, dt = val(em, x), np.dtype(dt)
     if dt == np.bool_:
         return compare(em, x, scalar(0, x.dtype), "NE", "ne")
@@ -636,7 +636,7 @@ def _normalization(op, args, ctx, em):
 
 @register("gather")
 def _gather(op, args, ctx, em):
-    """``xla_ops._take``: indices in [-n, n) count from the end when negative, all others read 0."""
+    """``ops._take``: indices in [-n, n) count from the end when negative, all others read 0."""
     data, idx = val(em, ctx.operand("data")), val(em, ctx.operand("indices"))
     axis = int(ctx.attr("axis", 0)) % max(data.ndim, 1)
     if int(ctx.attr("numBroadcastDims", 0) or 0) or not is_int(idx.dtype) or data.shape[axis] == 0 or idx.size == 0:
@@ -675,7 +675,7 @@ def _pads_attr(pads) -> str:
 
 @register("convolution")
 def _convolution(op, args, ctx, em):
-    """``xla_ops._convolution``: one ``stablehlo.convolution`` as ``lax.conv_general_dilated`` writes it (NC..
+    """``ops._convolution``: one ``stablehlo.convolution`` as ``lax.conv_general_dilated`` writes it (NC..
     / OI.. layouts, exact f32), then the bias added with numpy's broadcast."""
     from tripy_lab.engine.xla.ops import _weights, _window_attrs
 
@@ -721,7 +721,7 @@ def _reduce_window(em, x: Val, init, kind: str, win, strides, pads) -> Val:
 
 @register("pooling")
 def _pooling(op, args, ctx, em):
-    """``xla_ops._pooling`` for float inputs: max as one reduce_window, average as a windowed sum in f32 over
+    """``ops._pooling`` for float inputs: max as one reduce_window, average as a windowed sum in f32 over
     the count of real (or all) elements."""
     (x,) = args
     if not isinstance(x, Val) or not is_float(x.dtype):
@@ -748,7 +748,7 @@ def _pooling(op, args, ctx, em):
 
 @register("linspace")
 def _linspace(op, args, ctx, em):
-    """``xla_ops._linspace`` op for op: zeros + start, plus iota * step[d] along each dim."""
+    """``ops._linspace`` op for op: zeros + start, plus iota * step[d] along each dim."""
     from tripy_lab.engine.xla.ops import _target_shape
 
     dt = ctx.result_dtype()
@@ -773,7 +773,7 @@ def _linspace(op, args, ctx, em):
 
 
 def _q_scale(em, ctx, x, scale) -> Val:
-    """``xla_ops._q_scale``: a scalar, or per-axis scales shaped to broadcast along ``axis`` (blocks: fallback)."""
+    """``ops._q_scale``: a scalar, or per-axis scales shaped to broadcast along ``axis`` (blocks: fallback)."""
     scale = convert(em, val(em, scale), np.float32)
     axis = ctx.attr("axis", None)
     if scale.ndim == 0:
@@ -791,7 +791,7 @@ def _quantize(op, args, ctx, em):
     x, out = val(em, ctx.operand("input")), ctx.result_dtype()
     if out != np.int8:
         raise Fallback(f"quantize to {out.name}")
-    lo, hi = (-128, 127)  # xla_ops._QRANGE
+    lo, hi = (-128, 127)  # ops._QRANGE
     q = binary(em, "stablehlo.divide", convert(em, x, np.float32), _q_scale(em, ctx, x, ctx.operand("scale")), "div")
     f32 = np.float32
     clipped = binary(em, "stablehlo.minimum", scalar(hi, f32), binary(

@@ -181,7 +181,7 @@ def _kind(instr: HloInstr, module: HloModule) -> tuple[str, str]:
             return "convolution (cuDNN)", target
         if "onednn" in low and "conv" in low:
             return "convolution (oneDNN)", target
-        if "triton" in low:  # a Pallas kernel (xla_pallas: a Linear with its epilogue)
+        if "triton" in low:  # a Pallas kernel (pallas: a Linear with its epilogue)
             return "Pallas kernel (Triton)", target
         return "custom call", target
     if op == "dot":

@@ -1,4 +1,4 @@
-"""A Linear layer and its GELU, run as one GPU kernel (``xla_pallas.linear``) instead of XLA's GEMM + pass.
+"""A Linear layer and its GELU, run as one GPU kernel (``pallas.linear``) instead of XLA's GEMM + pass.
 
 The pattern, as ``tp.Linear`` followed by ``tp.gelu`` lowers::
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tripy_lab.engine.xla.attention import _attr, _producer  # the same MLIR walking helpers
+from tripy_lab.engine.xla.patterns import attr, producer
 
 MODE = "off"
 
@@ -67,14 +67,14 @@ def _one_use(value) -> bool:
 
 def weight_source(w):
     """W [N, K] when ``w`` is ``reshape(transpose(W))`` (or ``transpose(W)``) adding only leading 1s."""
-    op = _producer(w)
+    op = producer(w)
     if op is not None and op.name == "tensorrt.reshape":
         shape = tuple(w.type.get_shape())
         inner = tuple(op.input.type.get_shape())
         if len(inner) != 2 or shape[-2:] != inner or any(d != 1 for d in shape[:-2]):
             return None
-        op = _producer(op.input)
-    if op is None or op.name != "tensorrt.transpose" or tuple(_attr(op, "permutation", ())) != (1, 0):
+        op = producer(op.input)
+    if op is None or op.name != "tensorrt.transpose" or tuple(attr(op, "permutation", ())) != (1, 0):
         return None
     return op.input
 
@@ -83,24 +83,24 @@ def find(ops: list) -> list[Match]:
     index = {id(op): i for i, op in enumerate(ops)}
     out = []
     for op in ops:
-        if op.name != "tensorrt.activation" or str(_attr(op, "activationType", "")) != "kGELU_ERF":
+        if op.name != "tensorrt.activation" or str(attr(op, "activationType", "")) != "kGELU_ERF":
             continue
-        add = _producer(op.input)
-        if add is None or add.name != "tensorrt.element_wise" or _attr(add, "elementwiseOperation") != "kSUM" \
+        add = producer(op.input)
+        if add is None or add.name != "tensorrt.element_wise" or attr(add, "elementwiseOperation") != "kSUM" \
                 or not _one_use(op.input):
             continue
         a, b = add.input1, add.input2
-        mm = _producer(a)
+        mm = producer(a)
         if mm is None or mm.name != "tensorrt.matrix_multiply":
-            mm, a, b = _producer(b), b, a
+            mm, a, b = producer(b), b, a
         if mm is None or mm.name != "tensorrt.matrix_multiply" or not _one_use(a) \
-                or _attr(mm, "op0", "kNONE") != "kNONE" or _attr(mm, "op1", "kNONE") not in ("kNONE", "kTRANSPOSE"):
+                or attr(mm, "op0", "kNONE") != "kNONE" or attr(mm, "op1", "kNONE") not in ("kNONE", "kTRANSPOSE"):
             continue
         x, w = mm.input0, mm.input1
         xs, ws, bs = (tuple(v.type.get_shape()) for v in (x, w, b))
         if len(ws) < 2 or any(d != 1 for d in ws[:-2]) or len(xs) < 2 or any(d != 1 for d in bs[:-1]):
             continue
-        if _attr(mm, "op1", "kNONE") == "kTRANSPOSE":  # the operand is W [N, K] itself
+        if attr(mm, "op1", "kNONE") == "kTRANSPOSE":  # the operand is W [N, K] itself
             if len(ws) != 2:
                 continue
             w_nk = True

@@ -30,8 +30,8 @@ class Tiles:
     group: int = 8  # programs along M that share a column band of W (L2 reuse), as Triton's tutorial does
 
 
-# The best of bench_pallas.py --sweep on the H200 for GPT-2 small's c_fc and q/k/v projections (big M:
-# 128 x 128 tiles; small M: narrow row tiles, so the grid still covers the 132 SMs).
+# The best of a tile sweep on the H200 for GPT-2 small's c_fc and q/k/v projections (docs/perf-history.md, sixth
+# session; big M: 128 x 128 tiles; small M: narrow row tiles, so the grid still covers the 132 SMs).
 TILE_TABLE = [
     # (min M, Tiles)
     (4096, Tiles(128, 128, 64, 8, 3)),

@@ -2,7 +2,7 @@
 
 Every event XLA records for the work of a compiled module carries the stats ``hlo_module`` (``jit_main``
 for the engine's executables) and ``hlo_op`` (the HLO instruction: the fusion, custom call or copy that
-``xla_layers.layer_records`` makes a row of). On GPUs they are the CUPTI kernel/memset/memcpy events of
+``layers.layer_records`` makes a row of). On GPUs they are the CUPTI kernel/memset/memcpy events of
 the device plane; on CPU the thunk executor's events on the host plane. So:
 
 * **per call** (compute time): the events of one call, from the first start to the last end. CPU events
@@ -75,7 +75,7 @@ def _events(data, module: str) -> list[_Event]:
                 hlo_module = str(stats.get("hlo_module", ""))
                 if not op or not hlo_module.startswith(module):
                     continue
-                if hlo_module.startswith(HEAD_MODULE):  # a split signature's second executable (``xla_split``)
+                if hlo_module.startswith(HEAD_MODULE):  # a split signature's second executable (``split``)
                     op = HEAD_PREFIX + str(op)
                 rid = stats.get("run_id")
                 out.append(_Event(str(op), str(e.name), float(e.start_ns), float(e.end_ns),

@@ -22,7 +22,7 @@ import numpy as np
 
 MODE = "auto"
 # the block-level rewriter makes the layer-norm / GELU / q-k-v passes Triton fusions: in the eighth session, with the
-# split, never slower and 0.3-3.6 % faster from 1024 to 8192 rows (benchmarks/README.md)
+# split, never slower and 0.3-3.6 % faster from 1024 to 8192 rows (docs/perf-history.md)
 BODY_OPTIONS = {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True,
                 "xla_gpu_experimental_enable_fusion_block_level_rewriter": True}
 HEAD_OPTIONS: dict = {}  # added to the build's options for the head
@@ -31,11 +31,11 @@ HEAD_OPTIONS: dict = {}  # added to the build's options for the head
 # the transposed product, whose rows are M long and aligned, so cuBLAS takes it unpadded: the caller gets the same
 # values in another memory order, as torch.compile hands back logits with a padded row stride) or "auto" (n_major on
 # CUDA). GPT-2 small on the H200, back to back: B8 T1024 5.09 -> 4.85 ms, the lm head alone 1.25 -> 1.02 ms
-# (benchmarks/README.md, ninth session); on CPU XLA writes row-major and then copies, so rows there
+# (docs/perf-history.md, ninth session); on CPU XLA writes row-major and then copies, so rows there
 HEAD_LAYOUT = "auto"
 MIN_COLUMNS = 1024  # narrower unaligned GEMMs are left in one executable (their padded copy is small; not measured)
 # fewer rows (M) and the split loses: GPT-2 small on the H200, back to back, one executable vs two: B1 T512
-# 0.83 vs 0.93-1.15 ms, B4 T256 0.99-1.01 vs 0.88 ms, B8 T1024 5.19-5.21 vs 4.96-4.99 (benchmarks/README.md,
+# 0.83 vs 0.93-1.15 ms, B4 T256 0.99-1.01 vs 0.88 ms, B8 T1024 5.19-5.21 vs 4.96-4.99 (docs/perf-history.md,
 # seventh session)
 MIN_ROWS = 1024
 # untuned compiles (no autotuning: the profile's min and max, xla.TUNE_OPT_ONLY) of the body and the head run at once
