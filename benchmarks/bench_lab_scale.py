@@ -140,7 +140,7 @@ def notebook_size() -> dict:
         "exe = tp.compile(model, args=args, engine='reference')\nui = lab.show(exe, 'gpt')\n"
         "ui.display.publish()")]
     with tempfile.TemporaryDirectory() as tmp:
-        NotebookClient(nb, timeout=900, resources={"metadata": {"path": tmp}}).execute()
+        NotebookClient(nb, timeout=900, store_widget_state=False, resources={"metadata": {"path": tmp}}).execute()
         path = Path(tmp) / "gpt.ipynb"
         nbformat.write(nb, path)
         size = path.stat().st_size
