@@ -75,17 +75,24 @@ class TraceView:
             self._drawn[key] = graph_draw.render(self.model, key, self.overlay)
         return self._drawn[key]
 
+    def _whole(self) -> list[int]:
+        """A small program drawn with every group open (every op a node: the crosswalk links each), else the
+        top level."""
+        if self.n_ops <= EXPAND_ALL_OPS:
+            return [i for i, n in enumerate(self.model.nodes) if n.children]
+        return self.model.initial_expanded()
+
     @property
-    def svg(self) -> str | None:  # the top level (the crosswalk falls back to it)
-        return self.drawing(self.model.initial_expanded())[0]
+    def svg(self) -> str | None:  # the crosswalk's fallback drawing
+        return self.drawing(self._whole())[0]
 
     @property
     def dot(self) -> str:
-        return self.drawing(self.model.initial_expanded())[1]
+        return self.drawing(self._whole())[1]
 
     @property
     def note(self) -> str:
-        return self.drawing(self.model.initial_expanded())[2]
+        return self.drawing(self._whole())[2]
 
     def bundle(self) -> dict:
         """The live graph's MIME data (the model as JSON)."""
