@@ -43,6 +43,10 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { dotText, sanitizeSvg } from './sanitize';
+import { FoldedGraph, graphRendererFactory, IGraphBundle } from './graph';
+import { button, dotToSvg, el, GraphZoom } from './zoom';
+
+export { GraphZoom };
 
 export const MIME_TYPE = 'application/vnd.tripy-lab.crosswalk+json';
 
@@ -84,29 +88,9 @@ interface IBundle {
   mlir?: IMlirLine[];
   layers?: ILayer[];
   error?: { message: string; op?: string | null } | null;
+  graph?: IGraphBundle | null; // the folded graph: drawn instead of svg/dot when present
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className?: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
-
-/** Draw DOT text with the wasm build of Graphviz, loaded on first use. */
-async function dotToSvg(dot: string): Promise<string> {
-  const { Graphviz } = await import('@hpcc-js/wasm-graphviz');
-  const graphviz = await Graphviz.load();
-  return graphviz.dot(dot);
-}
 
 export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
   constructor(options: IRenderMime.IRendererOptions) {
@@ -159,6 +143,16 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
 
   private async _renderGraph(pane: HTMLElement, bundle: IBundle): Promise<void> {
     const body = pane.querySelector('.tripy-pane-body') as HTMLElement;
+    if (bundle.graph) {
+      // the folded graph: selecting a group selects its ops' MLIR lines and layers
+      this._folded = new FoldedGraph(bundle.graph, {
+        onSelect: ops => this._select(ops.length ? ops : null, false)
+      });
+      pane.dataset.tripyRenderer = 'folded';
+      body.appendChild(this._folded.node);
+      await this._folded.draw();
+      return;
+    }
     let text = bundle.svg ?? null;
     if (!text) {
       if (!bundle.dot) {
@@ -196,7 +190,8 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
         this._register(node, [id]);
       }
     });
-    this._zoom = new GraphZoom(pane, body, svg);
+    this._zoom = new GraphZoom(pane, pane.querySelector('.tripy-pane-heading') as HTMLElement, body);
+    this._zoom.attach(svg);
   }
 
   private _mlirTools(pane: HTMLElement): void {
@@ -213,28 +208,78 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
   private _renderMlir(pane: HTMLElement, lines: IMlirLine[]): void {
     const body = pane.querySelector('.tripy-pane-body') as HTMLElement;
     const code = el('div', 'tripy-mlir');
+    // ops[].mlir holds 0-based indices into bundle.mlir: invert once (not per line: 3,000 lines x 2,750 ops)
+    const byLine = new Map<number, string[]>();
+    for (const op of this._opsById.values()) {
+      for (const index of op.mlir ?? []) {
+        byLine.set(index, [...(byLine.get(index) ?? []), op.id]);
+      }
+    }
+    const regionOf = this._mlirRegions();
+    let region: { key: string; box: HTMLElement; head: HTMLElement; count: number } | null = null;
     lines.forEach((line, index) => {
       const row = el('div', 'tripy-mlir-line');
       row.dataset.line = String(line.line ?? index + 1);
       row.append(el('span', 'tripy-lineno', String(line.line ?? index + 1)), el('span', 'tripy-code', line.text));
-      const ops = new Set<string>();
+      const ops = new Set<string>(byLine.get(index) ?? []);
       if (line.op) {
         ops.add(line.op);
-      }
-      // ops[].mlir holds 0-based indices into bundle.mlir
-      for (const op of this._opsById.values()) {
-        if (op.mlir?.includes(index)) {
-          ops.add(op.id);
-        }
       }
       if (ops.size) {
         row.dataset.opId = [...ops].join(' ');
         row.title = [...ops].map(id => this._opsById.get(id)?.label ?? id).join('\n');
         this._register(row, [...ops]);
       }
-      code.appendChild(row);
+      // foldable regions: consecutive lines of one top-level module (lines of no op stay in the current one)
+      const key = line.op ? regionOf(line.op) : region?.key ?? '';
+      if (key !== (region?.key ?? '')) {
+        region = key ? this._mlirRegion(key) : null;
+        if (region) {
+          code.appendChild(region.box);
+        }
+      }
+      if (region) {
+        region.box.appendChild(row);
+        region.count += 1;
+        region.head.textContent = `▾ ${region.key}  (${region.count} lines)`;
+      } else {
+        code.appendChild(row);
+      }
     });
     body.appendChild(code);
+  }
+
+  /** op id -> the top-level module (or run) of the folded graph that holds it ('' when none). */
+  private _mlirRegions(): (op: string) => string {
+    const graph = this._bundle?.graph;
+    if (!graph) {
+      return () => '';
+    }
+    const byId = new Map(graph.nodes.map((n, i) => [n.i, i]));
+    return (op: string) => {
+      let i = byId.get('op-' + op);
+      if (i === undefined) {
+        return '';
+      }
+      while (graph.nodes[i].p >= 0) {
+        i = graph.nodes[i].p;
+      }
+      const top = graph.nodes[i];
+      return top.k === 'module' || top.k === 'run' ? top.l.split('\n')[0] : '';
+    };
+  }
+
+  private _mlirRegion(key: string): { key: string; box: HTMLElement; head: HTMLElement; count: number } {
+    const box = el('div', 'tripy-mlir-region');
+    box.dataset.module = key;
+    const head = el('div', 'tripy-mlir-region-head');
+    head.title = 'Fold or unfold the MLIR of this module';
+    head.addEventListener('click', () => {
+      const folded = box.classList.toggle('tripy-folded');
+      head.textContent = head.textContent!.replace(/^[▾▸]/, folded ? '▸' : '▾');
+    });
+    box.appendChild(head);
+    return { key, box, head, count: 0 };
   }
 
   private _renderLayers(pane: HTMLElement, layers: ILayer[]): void {
@@ -291,8 +336,16 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
     });
   }
 
-  private _select(ops: string[] | null): void {
-    this.node.querySelectorAll(`.${SELECTED}`).forEach(n => n.classList.remove(SELECTED));
+  private _select(ops: string[] | null, syncGraph = true): void {
+    if (syncGraph && this._folded) {
+      this._folded.showOps(ops ?? []);
+    }
+    const graph = this.node.querySelector('[data-tripy-pane="graph"]');
+    this.node.querySelectorAll(`.${SELECTED}`).forEach(n => {
+      if (!(this._folded && graph?.contains(n))) {
+        n.classList.remove(SELECTED);
+      }
+    });
     this._selected = ops ? ops.join(' ') : null;
     if (!ops) {
       this._status.textContent = 'Selection cleared.';
@@ -301,14 +354,17 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
     for (const id of ops) {
       for (const node of this._items.get(id) ?? []) {
         node.classList.add(SELECTED);
+        node.closest('.tripy-mlir-region')?.classList.remove('tripy-folded');
       }
     }
+    const more = ops.length > 6 ? `  |  … and ${ops.length - 6} more ops` : '';
     this._status.textContent = ops
+      .slice(0, 6)
       .map(id => {
         const op = this._opsById.get(id);
         return op ? `${op.label ?? id}${op.line ? `   @ ${op.line}` : ''}` : id;
       })
-      .join('  |  ');
+      .join('  |  ') + more;
     for (const pane of ['mlir', 'layers']) {
       const body = this.node.querySelector(`[data-tripy-pane="${pane}"] .tripy-pane-body`);
       const first = body?.querySelector(`.${SELECTED}`) as HTMLElement | null;
@@ -335,88 +391,12 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
   private _selected: string | null = null;
   private _status: HTMLElement = el('div');
   private _zoom: GraphZoom | null = null;
+  private _folded: FoldedGraph | null = null;
 
   /** The graph's zoom controller (tests and the lab read `scale`). */
   get zoom(): GraphZoom | null {
     return this._zoom;
   }
-}
-
-function button(text: string, title: string): HTMLButtonElement {
-  const b = el('button', 'tripy-tool', text);
-  b.type = 'button';
-  b.title = title;
-  return b;
-}
-
-/** Fit / zoom of the graph's SVG: sets its width and height from the viewBox times `scale`. */
-export class GraphZoom {
-  constructor(pane: HTMLElement, body: HTMLElement, svg: SVGSVGElement) {
-    this._pane = pane;
-    this._body = body;
-    this._svg = svg;
-    const box = svg.viewBox?.baseVal;
-    this._w = box && box.width ? box.width : svg.getBBox?.().width || 100;
-    this._h = box && box.height ? box.height : svg.getBBox?.().height || 100;
-    svg.removeAttribute('width');
-    svg.removeAttribute('height');
-    const tools = el('span', 'tripy-tools');
-    const add = (text: string, title: string, action: () => void) => {
-      const b = button(text, title);
-      b.dataset.tripyZoomAction = text;
-      b.addEventListener('click', event => {
-        event.stopPropagation();
-        action();
-      });
-      tools.appendChild(b);
-    };
-    add('Fit', 'Fit the whole graph in the pane', () => this.fit());
-    add('−', 'Zoom out', () => this.set(this.scale / 1.25));
-    add('+', 'Zoom in', () => this.set(this.scale * 1.25));
-    add('1:1', 'Actual size', () => this.set(1));
-    pane.querySelector('.tripy-pane-heading')?.appendChild(tools);
-    body.addEventListener(
-      'wheel',
-      event => {
-        if (event.ctrlKey || event.metaKey) {
-          event.preventDefault();
-          this.set(this.scale * (event.deltaY < 0 ? 1.1 : 1 / 1.1));
-        }
-      },
-      { passive: false }
-    );
-    // readable by default: actual size, or the pane's width when the graph is wider, but never below
-    // 60% (text stays legible; the pane scrolls and Fit shows all of it)
-    requestAnimationFrame(() => this.set(Math.max(0.6, Math.min(1, this._fitWidth()))));
-  }
-
-  get scale(): number {
-    return this._scale;
-  }
-
-  set(scale: number): void {
-    this._scale = Math.min(8, Math.max(0.05, scale));
-    this._svg.setAttribute('width', `${this._w * this._scale}pt`);
-    this._svg.setAttribute('height', `${this._h * this._scale}pt`);
-    this._pane.dataset.tripyZoom = this._scale.toFixed(3);
-  }
-
-  fit(): void {
-    const h = (this._body.clientHeight - 8) / ((this._h * 4) / 3);
-    this.set(Math.min(this._fitWidth(), h > 0 ? h : Infinity));
-  }
-
-  private _fitWidth(): number {
-    const w = (this._body.clientWidth - 8) / ((this._w * 4) / 3); // viewBox units are pt (4/3 px)
-    return w > 0 ? w : 1;
-  }
-
-  private _pane: HTMLElement;
-  private _body: HTMLElement;
-  private _svg: SVGSVGElement;
-  private _w: number;
-  private _h: number;
-  private _scale = 1;
 }
 
 /** A drag handle between two panes: moves the boundary (flex-basis of both neighbours). */
@@ -464,11 +444,9 @@ export const rendererFactory: IRenderMime.IRendererFactory = {
   createRenderer: options => new CrosswalkWidget(options)
 };
 
-const extension: IRenderMime.IExtension = {
-  id: 'tripy-lab:crosswalk',
-  rendererFactory,
-  rank: 0,
-  dataType: 'json'
-};
+const extensions: IRenderMime.IExtension[] = [
+  { id: 'tripy-lab:crosswalk', rendererFactory, rank: 0, dataType: 'json' },
+  { id: 'tripy-lab:graph', rendererFactory: graphRendererFactory, rank: 0, dataType: 'json' }
+];
 
-export default extension;
+export default extensions;

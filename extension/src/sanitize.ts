@@ -21,8 +21,12 @@ const purify = DOMPurify(window);
 // Op ids and tooltips are names and may look like anything: keep the op id aside, and keep the tooltip
 // (xlink:title is shown as plain text by the browser, never parsed or followed).
 const opIds = new WeakMap<Element, string>();
+const groupIds = new WeakMap<Element, string>(); // every <g>'s id (nodes, clusters, edges of the folded graph)
 purify.addHook('uponSanitizeAttribute', (node, data) => {
   const raw = data.attrName === 'id' ? (node as Element).getAttribute('id') ?? '' : ''; // not trimmed
+  if (raw && node.nodeName.toLowerCase() === 'g') {
+    groupIds.set(node as Element, raw);
+  }
   if (raw.startsWith('op-') && node.nodeName.toLowerCase() === 'g') {
     opIds.set(node as Element, raw.slice(3));
   } else if (data.attrName === 'xlink:title') {
@@ -47,10 +51,12 @@ export function dotText(text: string): string {
 }
 
 /**
- * A sanitized <svg> element (already in this document) and the op id of each node that had
- * `id="op-X"`, or null when the text holds no <svg>.
+ * A sanitized <svg> element (already in this document), the op id of each node that had
+ * `id="op-X"`, and the id every <g> had (`ids`), or null when the text holds no <svg>.
  */
-export function sanitizeSvg(text: string): { svg: SVGSVGElement; nodeIds: Map<Element, string> } | null {
+export function sanitizeSvg(
+  text: string
+): { svg: SVGSVGElement; nodeIds: Map<Element, string>; ids: Map<Element, string> } | null {
   const fragment = purify.sanitize(text, SVG_CONFIG) as unknown as DocumentFragment;
   const svg = fragment.querySelector('svg');
   if (!svg) {
@@ -63,6 +69,13 @@ export function sanitizeSvg(text: string): { svg: SVGSVGElement; nodeIds: Map<El
       nodeIds.set(node, id);
     }
   });
+  const ids = new Map<Element, string>();
+  svg.querySelectorAll('g').forEach(node => {
+    const id = groupIds.get(node);
+    if (id !== undefined) {
+      ids.set(node, id);
+    }
+  });
   svg.querySelectorAll('[id]').forEach(node => node.removeAttribute('id'));
-  return { svg, nodeIds };
+  return { svg, nodeIds, ids };
 }

@@ -46,6 +46,22 @@ def show(exe, name: str = "exe"):
     return _show(exe, name)
 
 
+def graph(obj, overlay=None, title: str = ""):
+    """Display the folded trace graph of ``obj`` (an Executable, a ``Traced``, or a failed trace's exception)
+    with ``overlay`` (``Overlay(title, {op name: value})``: node shading); returns its TraceView."""
+    from tripy_lab.lab.views.trace_pane import show_graph
+
+    return show_graph(obj, overlay, title)
+
+
+def Overlay(title: str, values: dict, unit: str = "", aggregate: str = "sum"):  # noqa: N802 - a class to callers
+    """Per-trace-op values drawn as node shading on the trace graph (``graph``, ``LabWidget.set_overlay``):
+    ``values`` maps op names (``"%t5"``) to numbers; folded groups show the ``"sum"`` or ``"max"`` of theirs."""
+    from tripy_lab.lab.views.graph_draw import Overlay as _Overlay
+
+    return _Overlay(title, dict(values), unit, aggregate)
+
+
 def report(exe, path, name: str = "exe", force: bool = False):
     """Write every stage of ``exe`` to one self-contained HTML file; returns its Path.
 
@@ -74,5 +90,5 @@ def report_notebook(ipynb_path, out_path, force: bool = False):
     return _report_notebook(ipynb_path, out_path, force=force)
 
 
-__all__ = ["accuracy", "accuracy_sweep", "benchmark", "compare", "diff", "profile", "report", "report_notebook",
-           "show", "tune"]
+__all__ = ["Overlay", "accuracy", "accuracy_sweep", "benchmark", "compare", "diff", "graph", "profile", "report",
+           "report_notebook", "show", "tune"]

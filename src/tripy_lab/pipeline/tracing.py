@@ -112,6 +112,44 @@ def _partial(made: list, inputs: list, infos: dict, name: str, seconds: float):
         return None
 
 
+def failed_call(exc: BaseException, made: list) -> dict | None:
+    """The public frontend call that raised during a trace, for the lab to draw in red: its name, its operand
+    tensors (and their types) and the user's line. It is the first tripy-lab frontend frame after the user's
+    last frame in the traceback (``y @ w`` -> ``__matmul__``); None when the error came from elsewhere."""
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    frontend = [f.f_globals.get("__name__", "").startswith("tripy_lab.frontend") for f in frames]
+    user = [not f.f_globals.get("__name__", "").startswith("tripy_lab") for f in frames]
+    last_user = max((k for k, u in enumerate(user) if u), default=-1)
+    call, public = None, None
+    for k in range(last_user + 1, len(frames)):
+        if frames[k].f_globals.get("__name__") == "tripy_lab.frontend.scopes":  # the public-call wrapper
+            public = public or frames[k].f_locals.get("name")
+        elif frontend[k]:
+            call = frames[k]
+            break
+    if call is None:
+        return None
+    code = call.f_code
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    tensors = []
+    for name in names:
+        value = call.f_locals.get(name)
+        for v in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(v, Tensor) and all(v.trace_tensor is not t for t in tensors):
+                tensors.append(v.trace_tensor)
+    loc = getattr(exc, "location", None)
+    module = next((op.module for op in reversed(made) if op.location is not None and loc is not None
+                   and (op.location.file, op.location.line) == (loc.file, loc.line)), "")
+    name = public if isinstance(public, str) else code.co_name
+    return {"name": name.strip("_") or name, "tensors": tensors,
+            "types": [t.type_str() for t in tensors],
+            "line": loc.short if loc is not None else "", "module": module,
+            "message": getattr(exc, "summary", None) or str(exc)}
+
+
 def trace(func: Callable, args=(), kwargs=None):
     """Trace ``func(*args, **kwargs)``: InputInfo/DimensionInputInfo become runtime inputs, the rest constants."""
     from tripy_lab.pipeline.stages import Traced
@@ -165,6 +203,11 @@ def trace(func: Callable, args=(), kwargs=None):
         _check_not_evaluated([o.trace_tensor for o in outputs], evaluated)
     except Exception as exc:
         exc.partial_trace = _partial(made, inputs, infos, name, time.perf_counter() - start)
+        if exc.partial_trace is not None:
+            try:
+                exc.partial_trace.failed_call = failed_call(exc, made)
+            except Exception:  # a drawing aid: never mask the user's error
+                exc.partial_trace.failed_call = None
         raise
     finally:
         optable.recording.pop()

@@ -19,7 +19,8 @@ from tripy_lab.lab.html import esc, sanitize, stylesheet
 from tripy_lab.lab.views import snapshot, tabs
 
 # A report is a file, not a notebook: keep far more of each pane than a snapshot does.
-REPORT = tabs.Limits(svg_chars=5_000_000, text_chars=200_000, mlir_lines=20_000, table_rows=5_000, log_events=200,
+# A GPT-2-small report (2,750 trace ops, 3,000 MLIR lines and layers) stays < 1.5 MB (bench_lab_scale.py).
+REPORT = tabs.Limits(svg_chars=300_000, text_chars=200_000, mlir_lines=1_200, table_rows=800, log_events=200,
                      svg_image=True)
 _PAGE_STYLE = """body{font-family:system-ui,sans-serif;margin:16px 24px;color:#111827}
 h1{font-size:20px}h2{font-size:16px;margin:20px 0 4px 0;border-top:1px solid #e5e7eb;padding-top:10px}

@@ -97,8 +97,10 @@ def trace_dot(traced, highlight: str | None = None) -> str:
 
 
 def build_bundle(traced, lowered=None, built=None, *, title: str = "", error: dict | None = None,
-                 svg: str | None = None, dot: str | None = None, generic: bool = False) -> dict:
-    """The ``application/vnd.tripy-lab.crosswalk+json`` bundle (see crosswalk_schema)."""
+                 svg: str | None = None, dot: str | None = None, generic: bool = False,
+                 graph: dict | None = None) -> dict:
+    """The ``application/vnd.tripy-lab.crosswalk+json`` bundle (see crosswalk_schema); ``graph``: the folded
+    graph's JSON (``TraceView.bundle()``), which the renderer draws instead of ``svg``/``dot``."""
     ops = traced.trace.ops
     known = {op.name for op in ops}
     lines = mlir_lines(lowered, generic) if lowered is not None else []
@@ -132,7 +134,7 @@ def build_bundle(traced, lowered=None, built=None, *, title: str = "", error: di
         )
     err_op = error.get("op") if error else None
     dot = dot if dot is not None else trace_dot(traced, err_op)
-    return {
+    out = {
         "version": VERSION,
         "title": title or traced.trace.name,
         "svg": svg,
@@ -144,6 +146,9 @@ def build_bundle(traced, lowered=None, built=None, *, title: str = "", error: di
         if error is None
         else {"message": error["message"], "op": err_op if err_op in known else None},
     }
+    if graph is not None:
+        out["graph"] = graph
+    return out
 
 
 def mime_bundle(bundle: dict) -> dict:

@@ -9,7 +9,9 @@ Version 1::
      "mlir":   [{"line": int, "text": str, "op": str | None}],     # one per MLIR text line
      "layers": [{"id": str, "name": str, "kind": str, "ops": [str],
                  "lines": [str], "shapes": str, "dtypes": str, "kernel": str}],   # last four optional
-     "error":  None | {"message": str, "op": str | None}}
+     "error":  None | {"message": str, "op": str | None},
+     "graph":  optional: the folded graph (lab/graph_model.py GraphModel.to_json): drawn instead of svg/dot,
+               every op a leaf node with id "op-X"}
 
 Links: ``ops[i].mlir`` are 0-based indices into ``mlir`` and must be exactly the lines whose ``op``
 is that op; ``ops[i].layers`` and ``layers[j].ops`` must mirror each other.
@@ -173,6 +175,13 @@ def _svg_op_ids(svg: str) -> set[str] | None:
 
 
 def _check_graph(bundle: dict, op_ids: list[str]) -> list[str]:
+    graph = bundle.get("graph")
+    if graph is not None:  # the folded graph: every op is a leaf (dot is then its top level only)
+        nodes = graph.get("nodes") if isinstance(graph, dict) else None
+        if not isinstance(nodes, list):
+            return ["graph: no node list"]
+        have = {n.get("i") for n in nodes if isinstance(n, dict)}
+        return [f'graph: no node with id "op-{oid}"' for oid in op_ids if f"op-{oid}" not in have]
     # ids are written by trace.graph.dot_quote, and graphviz draws them as dot_text(X)
     errors = [f'dot: no node with id="op-{oid}"' for oid in op_ids if dot_quote(f"op-{oid}", "id") not in bundle["dot"]
               and f'"op-{oid}"' not in bundle["dot"]]

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.views import crosswalk
 from tripy_lab.lab.views import draw as views
+from tripy_lab.lab.views.trace_pane import FailedTraceView, MissingView, TraceView  # noqa: F401 (re-exported)
 
-MAX_GRAPH_OPS = 600  # above this, the Trace tab shows the listing only (the Crosswalk tab still draws)
+MAX_GRAPH_OPS = 600  # above this, the crosswalk's flat (unfolded) drawing is left out
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,13 @@ class Limits:
     table_rows: int | None = None
     log_events: int = 40
     svg_image: bool = False  # the graph as an <img> (survives untrusted sanitizers) instead of inline <svg>
+    graph_pictures: int | None = None  # the trace's drawings: the top level, then opened groups (None: as room allows)
 
 
-LIVE = Limits()
-# A saved notebook with five 100-op cells stays < 1 MB (benchmarks/bench_snapshot_size.py).
-SNAPSHOT = Limits(svg_chars=120_000, text_chars=12_000, mlir_lines=300, table_rows=150, log_events=15,
+LIVE = Limits(graph_pictures=1)  # the live graph opens groups in the browser
+# A saved notebook with five 100-op cells stays < 1 MB (benchmarks/bench_snapshot_size.py); svg_chars is the room
+# for the trace's pictures (the top level, then opened groups).
+SNAPSHOT = Limits(svg_chars=240_000, text_chars=12_000, mlir_lines=300, table_rows=150, log_events=15,
                   svg_image=True)
 
 
@@ -55,7 +58,7 @@ def head_html(text: str) -> str:
 
 # -- Trace ------------------------------------------------------------------------------------------
 def trace_graph(traced, highlight: str | None = None) -> tuple[str | None, str, str]:
-    """(svg or None, dot, note) for a trace; op nodes carry ``id="op-%tN"`` (the crosswalk links them)."""
+    """(svg or None, dot, note): the flat (unfolded) drawing of a trace; op nodes carry ``id="op-%tN"``."""
     n_ops = len(traced.trace.ops)
     dot = views.fast_layout(crosswalk.trace_dot(traced, highlight), n_ops)
     if n_ops > MAX_GRAPH_OPS:
@@ -64,76 +67,7 @@ def trace_graph(traced, highlight: str | None = None) -> tuple[str | None, str, 
     return svg, dot, note
 
 
-@dataclass
-class TraceView:
-    n_ops: int
-    seconds: float | None
-    listing: str
-    svg: str | None
-    dot: str
-    note: str = ""
-
-    @classmethod
-    def of(cls, traced, error_op: str | None = None) -> TraceView:
-        svg, dot, note = trace_graph(traced, error_op)
-        return cls(len(traced.trace.ops), traced.seconds, traced.as_text(), svg, dot, note)
-
-    def html(self, limits: Limits = LIVE) -> str:
-        head = head_html(f"{self.n_ops} ops · traced in {_ms(self.seconds)} · inputs blue, constants yellow, "
-                         "outputs green; <code>?</code> marks a dynamic dim")
-        svg, note, elided = self.svg, self.note, ""
-        if svg is not None and limits.svg_chars is not None and len(svg) > limits.svg_chars:
-            elided = note_html(f"Graph elided: its SVG is {len(svg) // 1000} kB (limit {limits.svg_chars // 1000} kB);"
-                               " the listing below has every op.")
-            svg, note = None, ""
-        graph = elided if elided else views.graph_html(svg, _cut(self.dot, limits.text_chars, "DOT text"), note,
-                                                   image=limits.svg_image)
-        listing = esc(_cut(self.listing, limits.text_chars, "listing"))
-        opened = " open" if elided else ""
-        return (head + graph + f'<details{opened}><summary style="font-size:12px">trace listing</summary>'
-                f'<pre style="font-size:11px">{listing}</pre></details>')
-
-
-@dataclass
-class FailedTraceView:
-    """The Trace tab after a failed trace: the ops recorded up to the failing line (``partial``), where it
-    stopped, and the last good trace with the op on the failing line highlighted (``good``)."""
-
-    stop: str  # "In [5], line 3 in f()"
-    summary: str
-    partial: TraceView | None
-    good: TraceView | None = None
-    good_op: str | None = None
-
-    @classmethod
-    def of(cls, partial, info: dict | None, good=None, error_op: str | None = None) -> FailedTraceView:
-        where = (info or {}).get("location", "").splitlines()
-        stop = where[0].removeprefix("--> ") if where else "the failing line"
-        return cls(stop, (info or {}).get("summary", ""), TraceView.of(partial) if partial is not None else None,
-                   TraceView.of(good, error_op) if good is not None and error_op is not None else None, error_op)
-
-    @property
-    def svg(self) -> str | None:  # the crosswalk draws the last good trace
-        return self.good.svg if self.good is not None else None
-
-    @property
-    def dot(self) -> str:
-        return self.good.dot if self.good is not None else ""
-
-    def html(self, limits: Limits = LIVE) -> str:
-        head = (f'<div class="tripy-partial-trace" style="font-size:12px;color:#b91c1c">Tracing stopped at '
-                f"<b>{esc(self.stop)}</b>: {esc(self.summary)}</div>")
-        if self.partial is None:
-            body = '<div style="font-size:12px">No op was recorded before the error (see the Error tab).</div>'
-        else:
-            n = self.partial.n_ops
-            body = (head_html(f"partial trace: the {n} op{'s' if n != 1 else ''} recorded before the error "
-                              "(its unused results shown as outputs)") + self.partial.html(limits))
-        good = ""
-        if self.good is not None:
-            good = (f"<details open><summary style='font-size:12px'>last good trace: <code>{esc(self.good_op)}"
-                    f"</code> (red) is the op on the failing line</summary>{self.good.html(limits)}</details>")
-        return head + body + good
+# TraceView, FailedTraceView: the folded graph's view models (lab/trace_pane.py)
 
 
 # -- MLIR -------------------------------------------------------------------------------------------

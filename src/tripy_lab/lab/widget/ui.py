@@ -12,8 +12,9 @@ from tripy_lab.lab.session import Session
 from tripy_lab.lab.shape_text import parse_custom_shapes
 from tripy_lab.lab.tables import TABLE_CSS
 from tripy_lab.lab.tune_pane import TunePane
-from tripy_lab.lab.views import crosswalk, snapshot, tabs
+from tripy_lab.lab.views import crosswalk, snapshot, tabs, trace_pane
 from tripy_lab.lab.views import draw as views
+from tripy_lab.lab.views.graph_draw import timing_overlay
 from tripy_lab.lab.widget.bounds_editor import BoundsEditor
 from tripy_lab.lab.widget.compare_pane import ComparePane
 from tripy_lab.lab.widget.mlir_editor import MlirEditor
@@ -73,6 +74,11 @@ class LabWidget:
         self.auto_ms.observe(self._on_auto, "value")
         self.panes = {k: W.HTML() for k in _KEYS if k not in ("crosswalk", "run", "compare", "tune")}
         self.crosswalk = W.Output()
+        # The live folded graph (extension/src/graph.ts) above the Trace pane; where it draws, the pane's static
+        # picture is hidden by the extension's CSS (the listing stays)
+        self.graph_out = W.Output()
+        self.graph_out.add_class("tripy-graph-live")
+        self.panes["trace"].add_class("tripy-trace-static")
         self.run_box = self._run_controls()
         # The MLIR tab switches between the highlighted text and an editor; Compare holds the diff view.
         self.mlir_editor = MlirEditor(session, on_toggle=self._on_edit_toggle)
@@ -81,8 +87,8 @@ class LabWidget:
         self.generic.layout.width = "auto"  # the Edit toggle sits next to it
         mlir_box = W.VBox([W.HBox([self.generic, self.mlir_editor.toggle]), self.panes["mlir"],
                            self.mlir_editor.widget])
-        children = [self.panes["trace"], mlir_box, self.panes["engine"], self.run_box, self.panes["log"],
-                    self.panes["error"], self.crosswalk, self.compare.widget, self.tune.widget]
+        children = [W.VBox([self.graph_out, self.panes["trace"]]), mlir_box, self.panes["engine"], self.run_box,
+                    self.panes["log"], self.panes["error"], self.crosswalk, self.compare.widget, self.tune.widget]
         self.tabs = W.Tab(children=children, titles=TAB_NAMES)
         self.tabs.observe(self._on_tab, "selected_index")
         for key, child in zip(_KEYS, children):
@@ -98,6 +104,7 @@ class LabWidget:
         self.widget = W.VBox([W.HTML(CSS + f"<b>{esc(title)}</b>"), bounds, head, self.status, self.tabs])
         self.widget.add_class("tripy-lab")
         self.render_times: dict[str, float] = {}
+        self.overlay = None  # set_overlay: the Trace tab's shading (else the last timing run's)
         self.display: snapshot.SnapshotDisplay | None = None
         session.listeners.append(self.on_session)
         self._update_status()
@@ -114,11 +121,13 @@ class LabWidget:
         if key == "trace" and s.error_stage == "trace":
             view = tabs.FailedTraceView.of(s.partial_traced, s.error_info(), s.good_traced, s.error_op)
         elif key == "trace" and s.traced is not None:
-            view = tabs.TraceView.of(s.traced, s.error_op)
+            view = tabs.TraceView.of(s.traced, s.error_op, self.overlay or timing_overlay(s.built))
         elif key == "mlir" and s.lowered is not None:
             view = tabs.MlirView.of(s.lowered, self.generic.value, s.error_op)
         elif key == "engine" and s.built is not None:
             view = tabs.EngineView.of(s.built)
+        elif key in ("mlir", "engine", "crosswalk") and s.error is not None:
+            view = trace_pane.missing_views(s).get("mlir" if key == "crosswalk" else key)  # says what exists
         elif key == "log":
             view = tabs.LogView.of(s)
         elif key == "error":
@@ -227,22 +236,42 @@ class LabWidget:
         if key == "crosswalk":
             if self.session.traced is not None:
                 self._render_crosswalk()
+            elif (missing := self._view("crosswalk")) is not None:
+                html = sanitize(missing.html().replace("No MLIR", "No crosswalk"))
+                self.crosswalk.outputs = ({"output_type": "display_data", "data": {"text/html": html}, "metadata": {}},)
         elif key == "compare":
             self.compare.refresh()
         elif key in self.panes:
             view = self._view(key)
             if view is not None:
                 self.panes[key].value = sanitize(view.html())
+            if key == "trace":
+                self._render_graph(view)
         self.render_times[key] = time.perf_counter() - start
+
+    def _render_graph(self, view) -> None:
+        bundle = view.bundle() if view is not None and hasattr(view, "bundle") else None
+        if bundle is None:
+            self.graph_out.outputs = ()
+            return
+        data = {trace_pane.GRAPH_MIME: bundle, "text/plain": ""}
+        self.graph_out.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+
+    def set_overlay(self, overlay) -> None:
+        """Shade the Trace tab's nodes by ``overlay`` (a ``graph_draw.Overlay``; None clears it)."""
+        self.overlay = overlay
+        self._invalidate({"trace"})
+        self._render("trace")
+        self._changed()
 
     def _render_crosswalk(self) -> None:
         s = self.session
         trace = self._view("trace")
         info = s.error_info()
         error = None if info is None else {"message": info["summary"], "op": info.get("op")}
-        bundle = crosswalk.build_bundle(
-            s.traced, s.lowered, s.built, title=self.session.exe_name, error=error, svg=trace.svg, dot=trace.dot
-        )
+        graph = trace.bundle() if hasattr(trace, "bundle") else None  # the folded graph, drawn in the browser
+        bundle = crosswalk.build_bundle(s.traced, s.lowered, s.built, title=self.session.exe_name, error=error,
+                                        svg=None if graph else trace.svg, dot=trace.dot, graph=graph)
         # Where the tripy-lab renderer is not installed, the static trace/MLIR/layer panes stand in.
         panes = {key: self._view(key) for key in ("trace", "mlir", "engine")}
         fallback = snapshot.snapshot_html(self.title, panes, keys=("trace", "mlir", "engine"))
@@ -350,6 +379,9 @@ class LabWidget:
 
     def _time(self, exe) -> tabs.RunView:
         df = timing.benchmark(exe, self._points(), warmup=self.warmup.value, iters=self.iters.value)
+        self._invalidate({"trace", "engine"})  # the per-layer times shade the graph and fill the layer table
+        for key in ("trace", "engine"):
+            self._render(key)
         return tabs.RunView("time", frame=df)
 
     def _sweep(self, exe) -> tabs.RunView:

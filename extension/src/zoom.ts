@@ -1,0 +1,117 @@
+/** Shared by the crosswalk and the folded trace graph: DOM helpers, graphviz (wasm), zoom. */
+
+let graphviz: Promise<{ dot: (text: string) => string }> | null = null;
+
+/** Draw DOT text with the wasm build of Graphviz, loaded once, on first use. */
+export async function dotToSvg(dot: string): Promise<string> {
+  if (graphviz === null) {
+    graphviz = import('@hpcc-js/wasm-graphviz').then(m => m.Graphviz.load());
+  }
+  return (await graphviz).dot(dot);
+}
+
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className?: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+export function button(text: string, title: string): HTMLButtonElement {
+  const b = el('button', 'tripy-tool', text);
+  b.type = 'button';
+  b.title = title;
+  return b;
+}
+
+/** Fit / zoom of the graph's SVG: sets its width and height from the viewBox times `scale`. */
+export class GraphZoom {
+  constructor(pane: HTMLElement, toolsHost: HTMLElement, body: HTMLElement) {
+    this._pane = pane;
+    this._body = body;
+    const tools = el('span', 'tripy-tools');
+    const add = (text: string, title: string, action: () => void) => {
+      const b = button(text, title);
+      b.dataset.tripyZoomAction = text;
+      b.addEventListener('click', event => {
+        event.stopPropagation();
+        action();
+      });
+      tools.appendChild(b);
+    };
+    add('Fit', 'Fit the whole graph in the pane', () => this.fit());
+    add('−', 'Zoom out', () => this.set(this.scale / 1.25));
+    add('+', 'Zoom in', () => this.set(this.scale * 1.25));
+    add('1:1', 'Actual size', () => this.set(1));
+    toolsHost.appendChild(tools);
+    body.addEventListener(
+      'wheel',
+      event => {
+        if (event.ctrlKey || event.metaKey) {
+          event.preventDefault();
+          this.set(this.scale * (event.deltaY < 0 ? 1.1 : 1 / 1.1));
+        }
+      },
+      { passive: false }
+    );
+  }
+
+  /** Show `svg` (a new drawing): the first keeps a readable default scale, later ones keep the user's. */
+  attach(svg: SVGSVGElement): void {
+    const first = this._svg === null;
+    this._svg = svg;
+    const box = svg.viewBox?.baseVal;
+    this._w = box && box.width ? box.width : svg.getBBox?.().width || 100;
+    this._h = box && box.height ? box.height : svg.getBBox?.().height || 100;
+    svg.removeAttribute('width');
+    svg.removeAttribute('height');
+    if (first) {
+      // readable by default: actual size, or the pane's width when the graph is wider, but never below
+      // 60% (text stays legible; the pane scrolls and Fit shows all of it)
+      this.set(1);
+      requestAnimationFrame(() => this.set(Math.max(0.6, Math.min(1, this._fitWidth()))));
+    } else {
+      this.set(this._scale);
+    }
+  }
+
+  get scale(): number {
+    return this._scale;
+  }
+
+  set(scale: number): void {
+    this._scale = Math.min(8, Math.max(0.05, scale));
+    if (!this._svg) {
+      return;
+    }
+    this._svg.setAttribute('width', `${this._w * this._scale}pt`);
+    this._svg.setAttribute('height', `${this._h * this._scale}pt`);
+    this._pane.dataset.tripyZoom = this._scale.toFixed(3);
+  }
+
+  fit(): void {
+    const h = (this._body.clientHeight - 8) / ((this._h * 4) / 3);
+    this.set(Math.min(this._fitWidth(), h > 0 ? h : Infinity));
+  }
+
+  private _fitWidth(): number {
+    const w = (this._body.clientWidth - 8) / ((this._w * 4) / 3); // viewBox units are pt (4/3 px)
+    return w > 0 ? w : 1;
+  }
+
+  private _pane: HTMLElement;
+  private _body: HTMLElement;
+  private _svg: SVGSVGElement | null = null;
+  private _w = 100;
+  private _h = 100;
+  private _scale = 1;
+}
+
