@@ -13,29 +13,10 @@ from dataclasses import dataclass, field
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.views import crosswalk
 from tripy_lab.lab.views import draw as views
+from tripy_lab.lab.views.limits import LIVE, SNAPSHOT, Limits  # noqa: F401 (re-exported: callers name tabs.LIVE)
 from tripy_lab.lab.views.trace_pane import FailedTraceView, MissingView, TraceView  # noqa: F401 (re-exported)
 
 MAX_GRAPH_OPS = 600  # above this, the crosswalk's flat (unfolded) drawing is left out
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much of each pane to show; None: everything."""
-
-    svg_chars: int | None = None  # a bigger graph is replaced by a note (the listing stays)
-    text_chars: int | None = None  # trace listing, DOT text, extra engine stages
-    mlir_lines: int | None = None
-    table_rows: int | None = None
-    log_events: int = 40
-    svg_image: bool = False  # the graph as an <img> (survives untrusted sanitizers) instead of inline <svg>
-    graph_pictures: int | None = None  # the trace's drawings: the top level, then opened groups (None: as room allows)
-
-
-LIVE = Limits(graph_pictures=1)  # the live graph opens groups in the browser
-# A saved notebook with five 100-op cells stays < 1 MB (benchmarks/bench_snapshot_size.py); svg_chars is the room
-# for the trace's pictures (the top level, then opened groups).
-SNAPSHOT = Limits(svg_chars=240_000, text_chars=12_000, mlir_lines=300, table_rows=150, log_events=15,
-                  svg_image=True)
 
 
 def _ms(seconds) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.views import draw as views
 from tripy_lab.lab.views import graph_draw, graph_model
+from tripy_lab.lab.views.limits import LIVE, SNAPSHOT
 
 GRAPH_MIME = "application/vnd.tripy-lab.graph+json"
 EXPAND_ALL_OPS = 60  # a program this small is also drawn with every group open
@@ -139,8 +140,6 @@ class TraceView:
         return "".join(parts)
 
     def html(self, limits=None) -> str:
-        from tripy_lab.lab.views.tabs import LIVE
-
         limits = limits or LIVE
         graph = self.graph_html(limits)
         elided = "Graph elided" in graph[:200]
@@ -243,7 +242,6 @@ def show_graph(obj, overlay=None, title: str = "") -> TraceView:
     from IPython.display import display
 
     from tripy_lab.lab.html import sanitize
-    from tripy_lab.lab.views import tabs
 
     stages = getattr(obj, "stages", None)
     traced = stages.get("traced") if isinstance(stages, dict) else getattr(obj, "partial_trace", obj)
@@ -253,7 +251,7 @@ def show_graph(obj, overlay=None, title: str = "") -> TraceView:
     view = TraceView.of(traced, overlay=overlay if overlay is not None else graph_draw.timing_overlay(built))
     if title:
         view.model.title = title
-    html_text = sanitize(view.html(tabs.SNAPSHOT))
+    html_text = sanitize(view.html(SNAPSHOT))
     data = {GRAPH_MIME: view.bundle(), "text/html": html_text,
             "text/plain": f"trace graph: {view.model.title} ({view.n_ops} ops)"}
     display(data, raw=True)

@@ -1,0 +1,26 @@
+"""How much of each pane a rendering shows: the live widget's limits and the static snapshot's (``tabs`` and the
+trace pane both render with them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of each pane to show; None: everything."""
+
+    svg_chars: int | None = None  # a bigger graph is replaced by a note (the listing stays)
+    text_chars: int | None = None  # trace listing, DOT text, extra engine stages
+    mlir_lines: int | None = None
+    table_rows: int | None = None
+    log_events: int = 40
+    svg_image: bool = False  # the graph as an <img> (survives untrusted sanitizers) instead of inline <svg>
+    graph_pictures: int | None = None  # the trace's drawings: the top level, then opened groups (None: as room allows)
+
+
+LIVE = Limits(graph_pictures=1)  # the live graph opens groups in the browser
+# A saved notebook with five 100-op cells stays < 1 MB (benchmarks/bench_snapshot_size.py); svg_chars is the room
+# for the trace's pictures (the top level, then opened groups).
+SNAPSHOT = Limits(svg_chars=240_000, text_chars=12_000, mlir_lines=300, table_rows=150, log_events=15,
+                  svg_image=True)
