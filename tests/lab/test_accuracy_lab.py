@@ -91,3 +91,7 @@ def test_accuracy_button_runs_on_random_inputs_and_shades_the_mlir_pane(ip, monk
     assert "first divergent" in ui.run_out.value
     assert "tripy-accuracy-legend" in ui.panes["mlir"].value
     assert "first divergent" in ui.snapshot_html()
+    # the Trace tab's graph is shaded by error too: the exp's trace op carries the worst value
+    assert ui.overlay is not None and "error" in ui.overlay.title
+    assert max(ui.overlay.values, key=ui.overlay.values.get) == first.trace_op
+    assert "error against the reference" in ui.panes["trace"].value

@@ -12,6 +12,7 @@ one drawn, with a legend.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -37,6 +38,12 @@ class Overlay:
     values: dict[str, float]
     unit: str = ""
     aggregate: str = "sum"
+
+    def __post_init__(self):
+        # inf / nan (an overflowed op's error) shade as the darkest value: ten times the largest finite one
+        finite = [float(v) for v in self.values.values() if math.isfinite(float(v))]
+        top = 10 * max(finite, default=1.0) or 1.0
+        self.values = {k: (float(v) if math.isfinite(float(v)) else top) for k, v in self.values.items()}
 
     def node_values(self, model: GraphModel) -> dict[int, float]:
         """Node index -> value, for every node with an op that has a value (groups aggregated)."""

@@ -14,7 +14,7 @@ from tripy_lab.lab.tables import TABLE_CSS
 from tripy_lab.lab.tune_pane import TunePane
 from tripy_lab.lab.views import crosswalk, snapshot, tabs, trace_pane
 from tripy_lab.lab.views import draw as views
-from tripy_lab.lab.views.graph_draw import timing_overlay
+from tripy_lab.lab.views.graph_draw import Overlay, timing_overlay
 from tripy_lab.lab.widget.bounds_editor import BoundsEditor
 from tripy_lab.lab.widget.compare_pane import ComparePane
 from tripy_lab.lab.widget.mlir_editor import MlirEditor
@@ -378,6 +378,7 @@ class LabWidget:
         return tabs.RunView("run", results=results)
 
     def _time(self, exe) -> tabs.RunView:
+        self.overlay = None  # the Trace tab shades by this run's engine time, not an earlier accuracy run's error
         df = timing.benchmark(exe, self._points(), warmup=self.warmup.value, iters=self.iters.value)
         self._invalidate({"trace", "engine"})  # the per-layer times shade the graph and fill the layer table
         for key in ("trace", "engine"):
@@ -401,6 +402,9 @@ class LabWidget:
         if isinstance(mlir, tabs.MlirView) and mlir.n_ops == len(report.program.ops()):
             mlir.accuracy = report
             self._render("mlir")
+        # the Trace tab shaded by error: each node by how many tolerances off its worst MLIR op is
+        self.set_overlay(Overlay("error against the reference (× tolerance)", report.by_trace_op(), unit="× tol",
+                                 aggregate="max"))
         return tabs.RunView("accuracy", report=report)
 
 
