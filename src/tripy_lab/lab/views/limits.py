@@ -1,9 +1,11 @@
-"""How much of each pane a rendering shows: the live widget's limits and the static snapshot's (``tabs`` and the
-trace pane both render with them)."""
+"""How much of each pane a rendering shows (the live widget's limits, the static snapshot's) and the small HTML
+pieces every pane uses for what it leaves out; ``tabs`` and the trace pane both render with them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from tripy_lab.lab.html import esc
 
 
 @dataclass(frozen=True)
@@ -24,3 +26,21 @@ LIVE = Limits(graph_pictures=1)  # the live graph opens groups in the browser
 # for the trace's pictures (the top level, then opened groups).
 SNAPSHOT = Limits(svg_chars=240_000, text_chars=12_000, mlir_lines=300, table_rows=150, log_events=15,
                   svg_image=True)
+
+
+def _ms(seconds) -> str:
+    return "" if seconds is None else f"{seconds * 1e3:.1f} ms"
+
+
+def _cut(text: str, limit: int | None, what: str) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n... ({what} cut: {len(text) - limit} more characters)"
+
+
+def note_html(text: str) -> str:
+    return f'<div class="tripy-elided" style="font-size:12px;color:#92400e">{esc(text)}</div>'
+
+
+def head_html(text: str) -> str:
+    return f'<div style="font-size:12px;color:#374151">{text}</div>'

@@ -13,28 +13,12 @@ from dataclasses import dataclass, field
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.views import crosswalk
 from tripy_lab.lab.views import draw as views
-from tripy_lab.lab.views.limits import LIVE, SNAPSHOT, Limits  # noqa: F401 (re-exported: callers name tabs.LIVE)
+from tripy_lab.lab.views.limits import LIVE, SNAPSHOT, Limits, _cut, _ms, head_html, note_html  # noqa: F401 (re-exported: callers name tabs.LIVE, tabs.note_html)
 from tripy_lab.lab.views.trace_pane import FailedTraceView, MissingView, TraceView  # noqa: F401 (re-exported)
 
 MAX_GRAPH_OPS = 600  # above this, the crosswalk's flat (unfolded) drawing is left out
 
 
-def _ms(seconds) -> str:
-    return "" if seconds is None else f"{seconds * 1e3:.1f} ms"
-
-
-def _cut(text: str, limit: int | None, what: str) -> str:
-    if limit is None or len(text) <= limit:
-        return text
-    return text[:limit] + f"\n... ({what} cut: {len(text) - limit} more characters)"
-
-
-def note_html(text: str) -> str:
-    return f'<div class="tripy-elided" style="font-size:12px;color:#92400e">{esc(text)}</div>'
-
-
-def head_html(text: str) -> str:
-    return f'<div style="font-size:12px;color:#374151">{text}</div>'
 
 
 # -- Trace ------------------------------------------------------------------------------------------

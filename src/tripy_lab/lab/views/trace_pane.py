@@ -13,28 +13,12 @@ from dataclasses import dataclass, field
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.views import draw as views
 from tripy_lab.lab.views import graph_draw, graph_model
-from tripy_lab.lab.views.limits import LIVE, SNAPSHOT
+from tripy_lab.lab.views.limits import LIVE, SNAPSHOT, _cut, _ms, head_html, note_html
 
 GRAPH_MIME = "application/vnd.tripy-lab.graph+json"
 EXPAND_ALL_OPS = 60  # a program this small is also drawn with every group open
 
 
-def _ms(seconds) -> str:
-    return "" if seconds is None else f"{seconds * 1e3:.1f} ms"
-
-
-def _cut(text: str, limit: int | None, what: str) -> str:
-    if limit is None or len(text) <= limit:
-        return text
-    return text[:limit] + f"\n... ({what} cut: {len(text) - limit} more characters)"
-
-
-def note_html(text: str) -> str:
-    return f'<div class="tripy-elided" style="font-size:12px;color:#92400e">{esc(text)}</div>'
-
-
-def head_html(text: str) -> str:
-    return f'<div style="font-size:12px;color:#374151">{text}</div>'
 
 
 def picture_html(svg: str | None, dot: str, note: str, image: bool, caption: str = "") -> str:
