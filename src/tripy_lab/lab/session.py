@@ -1,6 +1,5 @@
-"""The two-speed loop: a fast path (trace + lower + checks) on every change, a slow path (engine build)
-on demand or automatically when the last build was fast. No widgets here: the UI listens for changes.
-"""
+"""The two-speed loop: a fast path (trace + lower + checks) on every change, then a slow path (engine build) in
+the background, which the next change cancels. No widgets here: the UI listens for changes."""
 
 from __future__ import annotations
 
@@ -343,11 +342,9 @@ class Session:
     def build(self, wait: bool = False) -> None:
         """Build the engine for the current bounds; the Executable lands in the namespace as ``exe_name``.
 
-        With ``background``, the build runs on a worker thread: ``wait`` (the cell's own first build) blocks
-        until it is done but a KeyboardInterrupt cancels it; otherwise (widget events on the kernel's event
-        loop) it returns at once, shows its elapsed time, and ``cancel_build()`` (Cancel, or an interrupt)
-        stops waiting for it.
-        """
+        With ``background``, the build runs on a worker thread: ``wait`` (the cell's own first build) blocks until
+        it is done but a KeyboardInterrupt cancels it; otherwise (widget events on the kernel's event loop) it
+        returns at once, shows its elapsed time, and ``cancel_build()`` (Cancel, or an interrupt) stops it."""
         self.flush()
         if self.model.problems() or self.lowered is None or self.error is not None and self.error_stage != "build":
             return
