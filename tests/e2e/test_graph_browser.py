@@ -115,6 +115,9 @@ def test_gpt_graph_folds_expands_searches_and_shades(lab):
     lab.screenshot("graph-gpt-4-timing.png", view)
 
     # the crosswalk draws the same folded graph: selecting h.0.attn selects its MLIR lines and layers
+    # the output is re-displayed (its static snapshot updated) once the lab has been quiet for 2 s after the
+    # timing run, which re-creates the widget's DOM and drops a selection made before it: let that happen first
+    lab.page.wait_for_timeout(4000)
     tab(view, "Crosswalk").click()
     walk = view.locator(".tripy-crosswalk")
     cgraph = walk.locator('[data-tripy-pane="graph"] [data-tripy-graph]')
