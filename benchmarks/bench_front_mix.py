@@ -19,15 +19,14 @@ Medians of ``--reps`` warm runs, a ``gc.collect()`` before each, both sides time
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
 import statistics
-import tempfile
 import time
 
 import numpy as np
+from bench_front import fresh, warm_median_time  # the same warm-up, gc and cache handling as bench_front
 
 D = 32  # feature width: small, so the front half dominates, not XLA's compile of big constants
 
@@ -97,26 +96,6 @@ def programs(blocks: int):
     return f_tp, f_jax
 
 
-def warm_median(fn, reps: int):
-    fn()
-    times, out = [], None
-    for _ in range(reps):
-        gc.collect()
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
-
-
-def fresh():
-    import jax
-
-    import tripy_lab as tp
-
-    tp.config.compilation_cache_dir = tempfile.mkdtemp(prefix="tripy-bench-")
-    jax.clear_caches()
-
-
 def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
     import jax
 
@@ -132,7 +111,7 @@ def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
     r = {"target_ops": target_ops, "blocks": blocks}
     reps_here = reps if target_ops <= 20000 else 1
 
-    t_ours, lowered = warm_median(lambda: pipeline.trace(f_tp, args=[info]).lower(), reps_here)
+    t_ours, lowered = warm_median_time(lambda: pipeline.trace(f_tp, args=[info]).lower(), reps_here, r, "trace_lower")
     r["trace_ops"] = len(lowered.traced.trace.ops)
     r["mlir_ops"] = len(lowered.program.ops())
     r["trace_s"], r["lower_s"] = lowered.traced.seconds, lowered.seconds
@@ -141,7 +120,7 @@ def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
         jax.clear_caches()
         return jax.jit(f_jax).lower(x)
 
-    t_jax, _ = warm_median(jax_lower, reps_here)
+    t_jax, _ = warm_median_time(jax_lower, reps_here, r, "jax_lower")
     r["trace_lower_s"], r["jax_lower_s"] = t_ours, t_jax
     r["trace_lower_vs_jax_lower"] = t_ours / t_jax
     r["trace_lower_us_per_op"] = t_ours / r["trace_ops"] * 1e6
