@@ -71,6 +71,12 @@ def test_report_on_a_notebook_without_tpcompile_says_there_is_nothing_to_report(
     assert cli.main(["report", str(nb), "-o", str(out)]) == 1
     err = capsys.readouterr().err
     assert "1 %%tpcompile cell has no saved outputs" in err and "Run the notebook" in err and not out.exists()
+    # Saved with outputs, but none is a snapshot (it failed, or an old tripy-lab saved it): run it again.
+    write_nb(nb, [code_cell("%%tpcompile f_exe a=f32[4]\ndef f(a):\n    return a\n", 1,
+                            [{"output_type": "stream", "name": "stderr", "text": "TripyException: ...\n"}])])
+    assert cli.main(["report", str(nb), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "its %%tpcompile cells' outputs carry none" in err and "run them again" in err and not out.exists()
 
 
 @pytest.fixture
