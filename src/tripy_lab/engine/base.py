@@ -86,6 +86,9 @@ class BuildReport:
     cache: dict[str, Any] = field(default_factory=dict)  # e.g. {"timing_cache": "none", "hits": 1}
     notes: list[str] = field(default_factory=list)
     extra_stages: dict[str, str] = field(default_factory=dict)  # e.g. {"stablehlo": "..."}
+    # The engine's own build span, its library already loaded (None: not measured). The pipeline's Built.seconds
+    # is the whole stage the user waited for; the difference is the engine's start-up (e.g. importing jax).
+    seconds: float | None = None
 
 
 @dataclass

@@ -8,6 +8,7 @@ with a note). So a pane exists once. Views are plain data built from stage objec
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from tripy_lab.lab.html import esc
@@ -101,6 +102,14 @@ def tilde(text) -> str:
     return text.replace(home + os.sep, "~" + os.sep) if home not in ("", os.sep, "~") else text
 
 
+_SECONDS = re.compile(r"(?<![\w.])(\d+\.\d+) ?s\b")
+
+
+def in_ms(text) -> str:
+    """Durations engines write in seconds (``compile 0.336s``) in the lab's one unit for times, ms."""
+    return _SECONDS.sub(lambda m: f"{float(m.group(1)) * 1e3:.1f} ms", str(text))
+
+
 def cache_line(cache: dict) -> str:
     """An engine's cache internals as one line: where it lives (``~/...``), then its counts."""
     places, counts = [], []
@@ -131,7 +140,7 @@ class EngineView:
     def of(cls, built) -> EngineView:
         r = built.report
         info = [("engine", r.engine), ("why", r.reason), ("device", r.device),
-                ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
+                ("optimization level", built.optimization_level), ("build time", built.time_text()),
                 ("profile", profile_text(built)), ("layers", len(built.layers))]
         if r.cache:
             info.append(("cache", cache_line(r.cache)))
@@ -141,7 +150,8 @@ class EngineView:
         from tripy_lab.lab.views.accuracy_views import with_precision
 
         layers = with_precision(views.layers_frame(built.layers), built.layers, built.lowered.program)
-        view = cls(r.engine, info, [tilde(n) for n in r.notes], layers, dict(r.extra_stages), export_commands(built))
+        notes = [in_ms(tilde(n)) for n in r.notes]
+        view = cls(r.engine, info, notes, layers, dict(r.extra_stages), export_commands(built))
         prof = getattr(built.compiled, "last_profile", None)
         if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
             from tripy_lab.lab.measure import layer_time
