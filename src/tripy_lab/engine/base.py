@@ -28,12 +28,16 @@ class LayerRecord:
     kernel: str = ""  # kernel, custom-call target or tactic
     mlir_ops: tuple[int, ...] = ()  # indices into program.main() ops, for the crosswalk
     module: str = ""  # the module path of its source ops ("h.3.attn"; see ``layer_module``), "" at top level
+    # memory (``engine.memory``), None where the engine does not know it: bytes the layer writes (its outputs at
+    # the shape measured) and bytes of the weights/constants it reads
+    output_bytes: int | None = None
+    weight_bytes: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "source_ops": list(self.source_ops),
                 "source_lines": list(self.source_lines), "output_shapes": [list(s) for s in self.output_shapes],
                 "output_dtypes": list(self.output_dtypes), "kernel": self.kernel, "mlir_ops": list(self.mlir_ops),
-                "module": self.module}
+                "module": self.module, "output_bytes": self.output_bytes, "weight_bytes": self.weight_bytes}
 
 
 def layer_module(modules: Sequence[str]) -> str:
@@ -135,6 +139,13 @@ class CompiledEngine(ABC):
 
 
     last_profile: EngineProfile | None = None  # set by the lab's timing runs; the Engine tab shows it
+
+    def memory(self, measure: bool = True) -> list:
+        """Device memory per built shape (``engine.memory.MemoryUse``, the opt shape first), and the layer table's
+        ``output_bytes``/``weight_bytes`` filled where the engine knows them. ``measure=False``: only what is known
+        without running anything (engines that measure by running return [] until something measured). Default:
+        [] (this engine does not report memory)."""
+        return []
 
     def warm(self, signature: dict[str, Any]) -> bool:
         """Compile ``signature`` ({argument: shape, or value for a DimensionInputInfo}) now, if this engine compiles

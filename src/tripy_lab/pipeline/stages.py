@@ -134,6 +134,12 @@ class Built:
     def report(self):
         return self.compiled.report
 
+    def memory(self) -> list:
+        """Device memory per built shape (the opt shape first): ``engine.memory.MemoryUse`` with ``total``, its
+        ``parts`` and ``source`` (what the engine reports); measures where the engine must run to know (onnxruntime,
+        reference: one call at the opt shapes), which also fills the layer table's ``output_bytes``/``weight_bytes``."""
+        return self.compiled.memory()
+
     def as_text(self) -> str:
         r = self.report
         lines = [f"engine: {r.engine} ({r.reason})", f"device: {r.device}",

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from tripy_lab.engine.base import CompiledEngine
+from tripy_lab.engine.memory import fmt_bytes
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.views import crosswalk
 from tripy_lab.lab.views import draw as views
@@ -116,6 +118,27 @@ def cache_line(cache: dict) -> str:
     return " · ".join([*dict.fromkeys(places), ", ".join(counts)] if counts else dict.fromkeys(places))
 
 
+def memory_lines(built) -> list[str]:
+    """The Engine tab's memory lines: the layer table's shape with its breakdown, the other built shapes' totals,
+    then where the numbers come from. Nothing is run for them: an engine that measures by running shows what a
+    ``built.memory()`` or a timing run measured, or says how to measure."""
+    method = getattr(type(built.compiled), "memory", None)
+    if method is None or method is CompiledEngine.memory:  # an engine that does not report memory
+        return []
+    try:
+        uses = built.compiled.memory(measure=False)
+    except Exception as exc:  # a view never fails on a number it could not get
+        return [f"device memory: not available ({type(exc).__name__}: {str(exc)[:120]})"]
+    if not uses:
+        return ["device memory: not measured yet (built.memory() or a timing run measures it at the opt shapes)"]
+    first, rest = uses[0], uses[1:]
+    lines = ["device memory at " + first.line()]
+    if rest:
+        lines.append("other built shapes: " + " · ".join(f"{u.shape} {fmt_bytes(u.total)}" for u in rest))
+    lines.append(f"from {first.source}; the memory column: a layer's outputs + the weights it reads")
+    return lines + first.notes
+
+
 @dataclass
 class EngineView:
     engine: str
@@ -126,6 +149,7 @@ class EngineView:
     commands: list[tuple[str, str]] = field(default_factory=list)  # trtexec / polygraphy lines (issue 11)
     timing_note: str = ""  # after a timing run: compute per call, layer sum, how it was measured
     source_heat: str = ""  # the user's source lines shaded by their share of engine time (HTML)
+    memory: list[str] = field(default_factory=list)  # the total line(s) above the layer table (``memory_lines``)
 
     @classmethod
     def of(cls, built) -> EngineView:
@@ -141,7 +165,8 @@ class EngineView:
         from tripy_lab.lab.views.accuracy_views import with_precision
 
         layers = with_precision(views.layers_frame(built.layers), built.layers, built.lowered.program)
-        view = cls(r.engine, info, [tilde(n) for n in r.notes], layers, dict(r.extra_stages), export_commands(built))
+        view = cls(r.engine, info, [tilde(n) for n in r.notes], layers, dict(r.extra_stages), export_commands(built),
+                   memory=memory_lines(built))
         prof = getattr(built.compiled, "last_profile", None)
         if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
             from tripy_lab.lab.measure import layer_time
@@ -175,6 +200,9 @@ class EngineView:
                 + (f"<ul style='font-size:12px'>{notes}</ul>" if notes else "")
                 + (f"<div class='tripy-layer-time' style='font-size:12px;margin-top:4px'>{esc(self.timing_note)}</div>"
                    if self.timing_note else "")
+                + (f"<div class='tripy-memory' style='font-size:12px;margin-top:4px'>{esc(self.memory[0])}"
+                   + "".join(f"<div style='color:#6b7280'>{esc(m)}</div>" for m in self.memory[1:]) + "</div>"
+                   if self.memory else "")
                 + f'<div class="tripy-layers">{views.frame_html(df)}</div>' + tail + self.source_heat + extra
                 + "</div>")
 
