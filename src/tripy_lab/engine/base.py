@@ -171,6 +171,28 @@ class CompiledEngine(ABC):
         return EngineProfile(times, {}, self.layers, "host wall time of run() + synchronize() (no device timer)")
 
 
+def opt_inputs(program, seed: int = 0) -> list:
+    """Random numpy arrays at the profile's opt shapes (DimensionInputInfo: its opt value), in argument order."""
+    import numpy as np
+
+    from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+    from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of, shape_of
+
+    rng = np.random.default_rng(seed)
+    out, args = [], list(program.main().body.block.args)
+    for name, arg in zip(list(program.arg_names) or [f"arg{i}" for i in range(len(args))], args):
+        info = program.input_infos.get(name)
+        if isinstance(info, DimensionInputInfo):
+            out.append(np.asarray(info.value_bounds.opt[0], np.int32))
+            continue
+        shape = tuple(info.shape_bounds.opt) if isinstance(info, InputInfo) else tuple(
+            d or 1 for d in shape_of(arg.type))
+        dt = NUMPY_DTYPES[elem_of(arg.type)]
+        out.append(rng.integers(0, 2, size=shape).astype(dt) if dt.kind in "iub" else
+                   rng.standard_normal(shape).astype(dt))
+    return out
+
+
 def cuda_device_count() -> int:
     """CUDA devices the driver reports (0 without a driver); asks libcuda directly, so no jax/cupy import."""
     global _CUDA_COUNT

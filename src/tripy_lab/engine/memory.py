@@ -53,16 +53,18 @@ class MemoryUse:
     source: str
     sums: bool = True
     notes: list[str] = field(default_factory=list)
+    total_name: str = ""  # what the total is, where it is not the parts' sum ("arena peak in use")
 
     def line(self) -> str:
         """``memory at opt (x=4x64): 45.4 kB = weights 41 kB + inputs 1 kB + ...``"""
         joiner = " + " if self.sums else " · "
         parts = joiner.join(f"{name} {fmt_bytes(n)}" for name, n in self.parts.items() if n)
-        return f"{self.shape}: {fmt_bytes(self.total)}" + ((" = " if self.sums else " · ") + parts if parts else "")
+        total = f"{self.total_name} {fmt_bytes(self.total)}" if self.total_name else fmt_bytes(self.total)
+        return f"{self.shape}: {total}" + ((" = " if self.sums else " · ") + parts if parts else "")
 
     def as_dict(self) -> dict:
         return {"shape": self.shape, "total": self.total, "parts": dict(self.parts), "sums": self.sums,
-                "source": self.source, "notes": list(self.notes)}
+                "source": self.source, "notes": list(self.notes), "total_name": self.total_name}
 
 
 def layer_bytes(layer) -> int | None:

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from tripy_lab.engine.base import LayerRecord
+from tripy_lab.engine.memory import array_bytes
 
 _SCOPE_RE = re.compile(r"__op(\d+)(?![0-9])")
 _COMMENT_RE = re.compile(r"/\*.*?\*/")
@@ -277,8 +278,6 @@ class _WeightReads:
 
 def type_bytes(type_text: str) -> int | None:
     """Bytes of an HLO type (a tuple's arrays summed); None when a size is unknown."""
-    from tripy_lab.engine.memory import array_bytes
-
     sizes = [array_bytes(s, d) for s, d in zip(*parse_shapes(type_text))]
     return None if None in sizes else sum(sizes)
 
@@ -289,8 +288,6 @@ def layer_records(hlo_text: str, op_names: dict[int, str], lines: dict[str, str]
 
     ``op_names``: MLIR op index -> trace op name (``"%t5"``); ``lines``: trace op name -> user line.
     """
-    from tripy_lab.engine.memory import array_bytes
-
     lines = lines or {}
     module = parse_hlo(hlo_text)
     users = _users(module)

@@ -128,11 +128,11 @@ def memory_lines(built) -> list[str]:
     try:
         uses = built.compiled.memory(measure=False)
     except Exception as exc:  # a view never fails on a number it could not get
-        return [f"device memory: not available ({type(exc).__name__}: {str(exc)[:120]})"]
+        return [f"memory: not available ({type(exc).__name__}: {str(exc)[:120]})"]
     if not uses:
-        return ["device memory: not measured yet (built.memory() or a timing run measures it at the opt shapes)"]
+        return ["memory: not measured yet (built.memory() or a timing run measures it at the opt shapes)"]
     first, rest = uses[0], uses[1:]
-    lines = ["device memory at " + first.line()]
+    lines = ["memory at " + first.line()]
     if rest:
         lines.append("other built shapes: " + " · ".join(f"{u.shape} {fmt_bytes(u.total)}" for u in rest))
     lines.append(f"from {first.source}; the memory column: a layer's outputs + the weights it reads")
