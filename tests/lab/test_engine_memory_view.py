@@ -25,7 +25,7 @@ def _compile(engine: str):
 
 
 def _memory_text(page: str) -> str:
-    m = re.search(r"<div class=['\"]tripy-memory['\"][^>]*>(.*?)</div></div>", page, re.S)
+    m = re.search(r"<div class=['\"]tripy-memory['\"][^>]*>(.*?)<div class=['\"]tripy-layers", page, re.S)
     assert m, "no memory line"
     return html.unescape(re.sub(r"<[^>]+>", " ", m.group(1)))
 
