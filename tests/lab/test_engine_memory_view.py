@@ -74,3 +74,18 @@ def test_an_engine_without_memory_shows_no_line(monkeypatch):
     monkeypatch.setattr(type(built.compiled), "memory", CompiledEngine.memory)
     page = tabs.EngineView.of(built).html()
     assert "tripy-memory" not in page and "tripy-layers" in page
+
+
+def test_after_a_timing_run_the_engine_tab_keeps_the_memory_line_and_column():
+    pytest.importorskip("onnxruntime")
+    from tripy_lab.lab import profile
+
+    exe = _compile("onnxruntime")
+    built = exe.stages["built"]
+    frame = profile(exe, calls=2, warmup=1)  # onnxruntime's profiled runs also report memory: nothing else runs
+    assert built.compiled.last_profile is not None
+    view = tabs.EngineView.of(built)
+    assert list(view.layers.columns) == list(frame.columns) and "memory" in frame.columns
+    assert all(view.layers["memory"]) and all(frame["memory"])
+    (use,) = built.compiled.memory(measure=False)
+    assert "memory at opt (x=3x12): " in _memory_text(view.html()) and use.parts["inputs"] == 3 * 12 * 4
