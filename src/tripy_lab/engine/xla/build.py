@@ -208,7 +208,8 @@ class XlaCompiled(Planning, Tracing, Signatures, Running, CompiledEngine):
         from tripy_lab.engine.xla.memory import memory_use
 
         execs = sorted(self._execs.values(), key=lambda b: b is not self._opt)
-        return [memory_use(self, b) for b in execs]
+        cache = self.__dict__.setdefault("_memory_uses", {})  # signature -> MemoryUse (the HLO is parsed once)
+        return [cache[b.key] if b.key in cache else cache.setdefault(b.key, memory_use(self, b)) for b in execs]
 
     @property
     def built_signatures(self) -> list[str]:
