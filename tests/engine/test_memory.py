@@ -71,6 +71,7 @@ def test_xla_memory_is_xlas_analysis_split_into_weights_inputs_and_outputs(mlp):
     assert layers[-1].output_bytes == out.nbytes
     assert all(ly.output_bytes is not None and ly.output_bytes > 0 for ly in layers)
     assert "memory_analysis" in uses[0].source
+    assert f"memory at {uses[0].line()}" in built.as_text()  # str(built) says it too
 
 
 def test_onnxruntime_memory_is_what_onnxruntime_reports(mlp):

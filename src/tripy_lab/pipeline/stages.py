@@ -146,6 +146,11 @@ class Built:
                  f"optimization_level: {self.optimization_level}", f"build time: {self.seconds * 1e3:.1f} ms"]
         lines += [f"cache: {k} = {v}" for k, v in r.cache.items()]
         lines += [f"note: {n}" for n in r.notes]
+        try:  # what the engine knows without running (xla: every built shape)
+            uses = self.compiled.memory(measure=False) if hasattr(self.compiled, "memory") else []
+        except Exception:  # a stage's text never fails on a number it could not get
+            uses = []
+        lines += [f"memory at {u.line()}" for u in uses]
         lines.append(f"layers ({len(self.layers)}):")
         for layer in self.layers:
             shapes = ", ".join("x".join("?" if d is None else str(d) for d in s) or "scalar"
