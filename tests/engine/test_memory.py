@@ -139,3 +139,18 @@ def test_layer_records_carry_memory_in_their_dict(mlp):
     pytest.importorskip("jax")
     row = _build(mlp[0], "xla").layers[0].as_dict()
     assert row["output_bytes"] > 0 and row["weight_bytes"] >= 0
+
+
+@pytest.mark.parametrize("engine", ["reference", "xla", "onnxruntime"])
+def test_memory_with_a_dimension_input(engine):
+    pytest.importorskip({"xla": "jax", "onnxruntime": "onnxruntime"}.get(engine, "numpy"))
+    f = lambda x, s: tp.reshape(x, (-1, s)) * 2.0  # noqa: E731
+    args = [tp.InputInfo(((1, 2, 4), 6), tp.float32), tp.DimensionInputInfo((1, 2, 3))]
+    built = pipeline.trace(f, args=args).lower().build(engine)
+    use = built.memory()[0]
+    assert use.shape == "opt (x=2x6, s=2)"
+    x_bytes = np.zeros((2, 6), np.float32).nbytes
+    # xla compiles s into the executable (a static value); the others take it as an int32 scalar argument
+    assert use.parts["inputs"] == x_bytes + (0 if engine == "xla" else 4)
+    out_bytes = np.zeros((6, 2), np.float32).nbytes
+    assert built.layers[-1].output_bytes == out_bytes

@@ -289,14 +289,19 @@ class OnnxRuntimeCompiled(CompiledEngine):
         from tripy_lab.engine.base import call_point
         from tripy_lab.engine.onnx.memory import initializer_bytes, memory_use, node_memory, with_memory
 
-        measured = node_memory(events)
-        if not measured["nodes"]:
+        try:  # a by-product of a profiled run: never the reason a timing run fails
+            measured = node_memory(events)
+            if not measured["nodes"]:
+                return
+            infos = self.program.input_infos
+            values = {n: int(np.asarray(a)) if isinstance(infos.get(n), DimensionInputInfo) else np.shape(a)
+                      for n, a in zip(self._in_names, args)}
+            use = memory_use(measured, call_point(self.program, values), initializer_bytes(self.optimized_model),
+                             sum(np.asarray(v).nbytes for v in feed.values()))
+        except (KeyError, TypeError, ValueError) as exc:
+            self.report.notes.append(f"memory: onnxruntime's profile could not be read ({type(exc).__name__}: {exc})")
             return
-        infos = self.program.input_infos
-        values = {n: int(np.asarray(a)) if isinstance(infos.get(n), DimensionInputInfo) else np.shape(a)
-                  for n, a in zip(self._in_names, args)}
-        self._memory = memory_use(measured, call_point(self.program, values), initializer_bytes(self.optimized_model),
-                                  sum(np.asarray(v).nbytes for v in feed.values()))
+        self._memory = use
         self._layers = with_memory(self.layers, measured)
 
     def layer_times(self, args: Sequence[Any] | None = None, iters: int = 10) -> list[dict]:
