@@ -154,3 +154,20 @@ def test_memory_with_a_dimension_input(engine):
     assert use.parts["inputs"] == x_bytes + (0 if engine == "xla" else 4)
     out_bytes = np.zeros((6, 2), np.float32).nbytes
     assert built.layers[-1].output_bytes == out_bytes
+
+
+def test_onnxruntime_without_arena_statistics_sums_its_parts():
+    pytest.importorskip("onnxruntime")
+    from tripy_lab.engine.onnx.memory import memory_use, node_memory
+
+    events = [{"cat": "Session", "name": "model_run", "ts": 100, "dur": 50},
+              {"cat": "Node", "name": "a_kernel_time", "ts": 110, "dur": 5,
+               "args": {"output_size": "2048", "parameter_size": "512", "activation_size": "1024"}},
+              {"cat": "Node", "name": "b_kernel_time", "ts": 120, "dur": 5, "args": {"output_size": "256"}},
+              {"cat": "Node", "name": "a_kernel_time", "ts": 10, "dur": 5, "args": {"output_size": "9"}}]  # earlier run
+    measured = node_memory(events)
+    assert measured == {"nodes": {"a": {"output_size": 2048, "activation_size": 1024, "parameter_size": 512},
+                                  "b": {"output_size": 256}}, "peak": None, "held": None}
+    use = memory_use(measured, "opt (x=4x64)", weights=100, inputs=10)
+    assert use.sums and use.total == 100 + 10 + 2048 + 256 == sum(use.parts.values())
+    assert "no arena statistics" in use.source
