@@ -145,12 +145,23 @@ class Built:
         return (f"{text} (from MLIR to a runnable engine; {start_up * 1e3:.1f} ms of it loading the "
                 f"{self.report.engine} engine's libraries, once per process)")
 
+    def memory(self) -> list:
+        """Device memory per built shape (the opt shape first): ``engine.memory.MemoryUse`` with ``total``, its
+        ``parts`` and ``source`` (what the engine reports); measures where the engine must run to know (onnxruntime,
+        reference: one call at the opt shapes), which also fills the layer table's ``output_bytes``/``weight_bytes``."""
+        return self.compiled.memory()
+
     def as_text(self) -> str:
         r = self.report
         lines = [f"engine: {r.engine} ({r.reason})", f"device: {r.device}",
                  f"optimization_level: {self.optimization_level}", f"build time: {self.time_text()}"]
         lines += [f"cache: {k} = {v}" for k, v in r.cache.items()]
         lines += [f"note: {n}" for n in r.notes]
+        try:  # what the engine knows without running (xla: every built shape)
+            uses = self.compiled.memory(measure=False) if hasattr(self.compiled, "memory") else []
+        except Exception:  # a stage's text never fails on a number it could not get
+            uses = []
+        lines += [f"memory at {u.line()}" for u in uses]
         lines.append(f"layers ({len(self.layers)}):")
         for layer in self.layers:
             shapes = ", ".join("x".join("?" if d is None else str(d) for d in s) or "scalar"

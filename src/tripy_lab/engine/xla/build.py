@@ -202,6 +202,15 @@ class XlaCompiled(Planning, Tracing, Signatures, Running, CompiledEngine):
             built._layers = with_modules(built._layers, self.program.origins)
         return built._layers
 
+    def memory(self, measure: bool = True) -> list:
+        """XLA's memory analysis of every built signature, the layer table's (opt) first (``xla.memory``);
+        nothing runs, so ``measure`` changes nothing."""
+        from tripy_lab.engine.xla.memory import memory_use
+
+        execs = sorted(self._execs.values(), key=lambda b: b is not self._opt)
+        cache = self.__dict__.setdefault("_memory_uses", {})  # signature -> MemoryUse (the HLO is parsed once)
+        return [cache[b.key] if b.key in cache else cache.setdefault(b.key, memory_use(self, b)) for b in execs]
+
     @property
     def built_signatures(self) -> list[str]:
         return [b.label for b in self._execs.values()]

@@ -11,6 +11,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from tripy_lab.engine.base import CompiledEngine
+from tripy_lab.engine.memory import fmt_bytes
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.views import crosswalk
 from tripy_lab.lab.views import draw as views
@@ -125,6 +127,28 @@ def cache_line(cache: dict) -> str:
     return " · ".join([*dict.fromkeys(places), ", ".join(counts)] if counts else dict.fromkeys(places))
 
 
+def memory_lines(built) -> tuple[list[str], str]:
+    """The Engine tab's memory lines (the layer table's shape with its breakdown, the other built shapes' totals) and
+    where the numbers come from. Nothing is run for them: an engine that measures by running shows what a
+    ``built.memory()`` or a timing run measured, or says how to measure."""
+    method = getattr(type(built.compiled), "memory", None)
+    if method is None or method is CompiledEngine.memory:  # an engine that does not report memory
+        return [], ""
+    try:
+        uses = built.compiled.memory(measure=False)
+    except Exception as exc:  # a view never fails on a number it could not get
+        return [f"memory: not available ({type(exc).__name__}: {str(exc)[:120]})"], ""
+    if not uses:
+        return ["memory: not measured yet (built.memory() or a timing run measures it at the opt shapes)"], ""
+    first, rest = uses[0], uses[1:]
+    lines = ["memory at " + first.line()]
+    if rest:
+        lines.append("other built shapes: " + " · ".join(f"{u.shape} {fmt_bytes(u.total)}" for u in rest))
+    about = "; ".join([f"from {first.source}", "the memory column: a layer's outputs + the weights it reads",
+                       *first.notes])
+    return lines, about
+
+
 @dataclass
 class EngineView:
     engine: str
@@ -135,6 +159,8 @@ class EngineView:
     commands: list[tuple[str, str]] = field(default_factory=list)  # trtexec / polygraphy lines (issue 11)
     timing_note: str = ""  # after a timing run: compute per call, layer sum, how it was measured
     source_heat: str = ""  # the user's source lines shaded by their share of engine time (HTML)
+    memory: list[str] = field(default_factory=list)  # the total line(s) above the layer table (``memory_lines``)
+    memory_about: str = ""  # where those numbers come from (folded under the lines)
 
     @classmethod
     def of(cls, built) -> EngineView:
@@ -151,7 +177,9 @@ class EngineView:
 
         layers = with_precision(views.layers_frame(built.layers), built.layers, built.lowered.program)
         notes = [in_ms(tilde(n)) for n in r.notes]
-        view = cls(r.engine, info, notes, layers, dict(r.extra_stages), export_commands(built))
+        memory, about = memory_lines(built)
+        view = cls(r.engine, info, notes, layers, dict(r.extra_stages), export_commands(built),
+                   memory=memory, memory_about=about)
         prof = getattr(built.compiled, "last_profile", None)
         if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
             from tripy_lab.lab.measure import layer_time
@@ -185,6 +213,11 @@ class EngineView:
                 + (f"<ul style='font-size:12px'>{notes}</ul>" if notes else "")
                 + (f"<div class='tripy-layer-time' style='font-size:12px;margin-top:4px'>{esc(self.timing_note)}</div>"
                    if self.timing_note else "")
+                + (f"<div class='tripy-memory' style='font-size:12px;margin-top:4px'>{esc(self.memory[0])}"
+                   + "".join(f"<div style='color:#6b7280'>{esc(m)}</div>" for m in self.memory[1:])
+                   + (f"<details style='color:#6b7280'><summary>where these numbers come from</summary>"
+                      f"{esc(self.memory_about)}</details>" if self.memory_about else "") + "</div>"
+                   if self.memory else "")
                 + f'<div class="tripy-layers">{views.frame_html(df)}</div>' + tail + self.source_heat + extra
                 + "</div>")
 
