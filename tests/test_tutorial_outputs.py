@@ -30,3 +30,41 @@ def test_a_cell_that_printed_when_saved_must_print_again(pytester):
     result = pytester.runpytest_subprocess("--nbval-lax", "-p", "no:cacheprovider", "-p", "no:xdist", "t.ipynb")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*showed output when it was saved and shows nothing now*", "*printed once*"])
+
+
+def _resave():
+    """scripts/resave_tutorials.py as a module (scripts/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("resave_tutorials", ROOT / "scripts" / "resave_tutorials.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_shipped_tutorials_show_nothing_of_the_authors_machine(path):
+    """No home folder (/root, /home/NAME), checkout path, user or host name in a saved output, every output
+    valid, and the file small enough to open quickly (scripts/resave_tutorials.py writes them so)."""
+    import nbformat
+
+    resave = _resave()
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert resave.leaks(nb) == []
+    assert resave.errors(nb) == []
+    assert path.stat().st_size < resave.MAX_BYTES
+    assert "widgets" not in nb.metadata  # the static snapshot is what a reader without a kernel sees
+
+
+def test_the_leak_check_finds_homes_checkouts_and_site_packages():
+    import nbformat
+
+    resave = _resave()
+    texts = ["cache /root/.cache/tripy-lab/xla", "in /home/alice/x.py", f"file {ROOT}/src/a.py",
+             "at /usr/lib/python3/site-packages/jax/x.py"]
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output("stream", text=t)]) for t in texts
+        + ["cache ~/.cache/tripy-lab/xla", "loc(\"%t0\"(\"cell:5\":5:20))"]])
+    found = resave.leaks(nb)
+    assert [f.split(":")[0] for f in found] == ["cell 0", "cell 1", "cell 2", "cell 3"], found
