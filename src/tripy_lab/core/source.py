@@ -20,6 +20,15 @@ _CELL_RE = re.compile(r"(ipykernel_\d+|<ipython-input-(\d+)-)")
 cell_lookup: Callable[[str], int | None] | None = None
 
 
+def _ipython_cells() -> Callable[[str], int | None] | None:
+    """IPython's cell filename -> execution count, when this runs in IPython (found without importing it), so a
+    notebook names cells ``In [5]`` before ``%load_ext tripy_lab`` too."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    cells = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    return cells.get if isinstance(cells, dict) else None
+
+
 @dataclass(frozen=True)
 class SourceLocation:
     file: str
@@ -35,7 +44,8 @@ class SourceLocation:
     @property
     def cell_name(self) -> str | None:
         """``In [5]`` for a notebook cell whose execution count is known, ``cell`` for another one, else None."""
-        count = cell_lookup(self.file) if cell_lookup is not None else None
+        lookup = cell_lookup or _ipython_cells()
+        count = lookup(self.file) if lookup is not None else None
         if count is not None:
             return f"In [{count}]"
         return "cell" if self.is_cell else None
