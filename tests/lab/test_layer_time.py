@@ -82,6 +82,18 @@ def test_layer_times_name_the_layers_and_the_lines(xla_exe):
     assert set(xla_exe.stages["built"].layers[i].name for i in range(len(df))) <= set(df["layer"])
 
 
+def test_the_layer_times_table_reads_like_the_labs_other_tables(xla_exe):
+    """Tutorial 05 shows ``profile(exe)``: unit headers and 3 digits, not ``time_ms 1.175655``, and no index."""
+    import re
+
+    df = profile(xla_exe, calls=5)
+    page, text = df._repr_html_(), repr(df)
+    assert "time (ms)" in page and "time_ms" not in page and 'class="tripy-table"' in page
+    assert not re.search(r">\s*\d+\.\d{5,}\s*<", page), "unrounded numbers in the table"
+    assert "time (ms)" in text and not re.search(r"\d\.\d{5,}", text)
+    assert df.to_trace  # still the frame that writes a trace
+
+
 def test_engine_tab_shows_layer_times_and_shaded_source(xla_exe):
     profile(xla_exe, calls=5)
     page = tabs.EngineView.of(xla_exe.stages["built"]).html()

@@ -228,8 +228,9 @@ def _esc(text: str) -> str:
     return html.escape(str(text))
 
 
-class LayerTimes(pd.DataFrame):
-    """``profile()``'s frame: the layer table with a time per layer, which also writes itself as a trace."""
+class LayerTimes(LabFrame):
+    """``profile()``'s frame: the layer table with a time per layer, which also writes itself as a trace.
+    Shown like the lab's other tables (``time (ms)`` to 3 digits, not ``time_ms 1.175655``)."""
 
     @property
     def _constructor(self):
