@@ -24,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "tripy-shots"
+CELL_IN_VIEW = ("e => { const r = e.getBoundingClientRect(); return [...e.querySelectorAll('.jp-Cell')].some(c =>"
+                " { const b = c.getBoundingClientRect(); return b.height > 0 && b.bottom > r.top + 40"
+                " && b.top < r.bottom; }); }")
 
 
 def _port() -> int:
@@ -42,6 +45,8 @@ def shoot(page, out: Path, stem: str, close_left: bool = True) -> Path:
     for k, top in enumerate(tops):
         scroller.evaluate("(e, y) => { e.scrollTop = y; }", top)
         page.wait_for_timeout(700)
+        if k and not scroller.evaluate(CELL_IN_VIEW):
+            break  # the notebook's space past its last cell
         shot = out / f"{stem}-{k}.png"
         page.screenshot(path=str(shot))
     if close_left:
@@ -95,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     notif = work / ".settings" / "@jupyterlab" / "apputils-extension"  # no news toast over the shots
     notif.mkdir(parents=True)
     (notif / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    tracker = work / ".settings" / "@jupyterlab" / "notebook-extension"  # every cell drawn: no blank shots
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     port = _port()
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={work}", "--LabApp.news_url=None",

@@ -47,3 +47,14 @@ def test_the_engine_tab_lists_the_compiled_shapes_and_a_warm_up_adds_to_them(tmp
     assert "a=2x3" in before and "a=5x3" not in before
     exe.warm([{"a": (5, 3)}], background=False)
     assert compiled() == [*before, "a=5x3"]
+
+
+def test_the_engine_facts_are_left_aligned_next_to_their_names_in_a_saved_notebook():
+    """A saved notebook's snapshot has no lab CSS and JupyterLab right-aligns table cells: each value carries its
+    own alignment, so `xla` stays next to `engine` instead of at the far edge of the output."""
+    import re
+
+    exe = tp.compile(lambda a: a * 2.0, args=[tp.InputInfo((2, 3), tp.float32)], engine="reference")
+    page = tabs.EngineView.of(exe.stages["built"]).html()
+    cells = re.findall(r"<th style='text-align:left;padding-right:12px'>[^<]*</th>(<td[^>]*>)", page)
+    assert cells and all("text-align:left" in td for td in cells), cells

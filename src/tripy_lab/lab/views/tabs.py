@@ -193,8 +193,9 @@ class EngineView:
         return view
 
     def html(self, limits: Limits = LIVE) -> str:
-        rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{esc(k)}</th><td>{esc(v)}</td></tr>"
-                       for k, v in self.info)
+        # Inline alignment: a saved notebook's HTML gets JupyterLab's right-aligned cells (values far from keys).
+        rows = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{esc(k)}</th>"
+                       f"<td style='text-align:left'>{esc(v)}</td></tr>" for k, v in self.info)
         notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes)
         df, tail = self.layers, ""
         if limits.table_rows is not None and len(df) > limits.table_rows:
