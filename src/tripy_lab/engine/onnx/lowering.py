@@ -25,6 +25,7 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
+from tripy_lab.engine.onnx import fold
 
 OPSET = 21  # ai.onnx opset: the newest that onnxruntime >= 1.18 runs on every op used here (int4 Q/DQ, Gelu)
 IR_VERSION = 10  # the IR version that goes with opset 21
@@ -182,6 +183,38 @@ class OpLowering:
         Data-movement nodes on bf16/f8/f4/int4 data (onnxruntime has no kernels for those types) run on the
         exact carrier type between two Casts; the graph stays typed as the program says.
         """
+        known = None
+        if outputs == 1:
+            known = fold.evaluate(op_type, [self.b.known.get(i) for i in inputs], attrs)
+            if known is not None and fold.full(known) is not None:  # computed now, not on every call
+                return self.const(known[0].astype(self._known_dtype(op_type, inputs, attrs)))
+        out = self._node(op_type, inputs, outputs, attrs)
+        if outputs == 1 and known is not None:
+            self.b.known[out] = known
+            self.b.known_dtype[out] = self._known_dtype(op_type, inputs, attrs)
+        return out
+
+    def shape_node(self, x: str, dims) -> str:
+        """``Shape`` of ``x``, whose static dims (ints; None: dynamic) are known now."""
+        known = fold.of_shape(dims)
+        if fold.full(known) is not None:
+            return self.const(known[0])
+        out = self._node("Shape", [x], 1, {})
+        self.b.known[out], self.b.known_dtype[out] = known, np.int64
+        return out
+
+    def known(self, name: str):
+        """The partial value (``fold``) of a small integer tensor, or None."""
+        return self.b.known.get(name)
+
+    def _known_dtype(self, op_type: str, inputs, attrs: dict):
+        if op_type == "Cast":
+            return fold._ONNX_INT[attrs["to"]]
+        if op_type in ("Equal", "Less", "Greater", "And", "Or", "Not"):
+            return np.bool_
+        return self.b.known_dtype.get(inputs[0], np.int64)
+
+    def _node(self, op_type: str, inputs, outputs: int, attrs: dict) -> str | list[str]:
         data = _MOVEMENT.get(op_type)
         if data is not None:
             data = [k for k in (range(len(inputs)) if data == "all" else data) if k < len(inputs)]
@@ -221,7 +254,12 @@ class OpLowering:
 
     def const(self, value, dtype=None) -> str:
         """An initializer holding ``value`` (shared with every equal constant)."""
-        return self.b.initializer(np.asarray(value, dtype=dtype))
+        array = np.asarray(value, dtype=dtype)
+        name = self.b.initializer(array)
+        known = fold.of_array(array)
+        if known is not None:
+            self.b.known[name], self.b.known_dtype[name] = known, array.dtype.type
+        return name
 
     def ints(self, values) -> str:
         return self.const(np.asarray(values, dtype=np.int64).reshape(-1))
@@ -247,6 +285,8 @@ class _GraphBuilder:
         self.elem_of: dict[str, str] = {}  # ONNX tensor name -> MLIR element type, where known
         self.node_origin: dict[str, int] = {}
         self.tensor_origin: dict[str, int] = {}
+        self.known: dict[str, tuple] = {}  # ONNX tensor name -> partial value (fold), small int tensors only
+        self.known_dtype: dict[str, type] = {}
 
     def initializer(self, array: np.ndarray) -> str:
         """The initializer holding ``array``; an equal array (a weight shared by two layers) reuses it.
@@ -344,10 +384,26 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
                 b.node_origin[f"output {oname}"] = b.tensor_origin[src]
         out_names.append(oname)
         outputs.append(helper.make_tensor_value_info(oname, onnx_elem(elem_of(v.type)), list(shape_of(v.type))))
-    graph = helper.make_graph(b.nodes, graph_name, inputs, outputs, b.inits)
+    nodes = _live(b.nodes, out_names)
+    graph = helper.make_graph(nodes, graph_name, inputs, outputs, _used(b.inits, nodes))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="tripy-lab",
                               ir_version=IR_VERSION)
     return OnnxLowering(model, arg_names, out_names, b.node_origin, b.tensor_origin, op_info, dim_params)
+
+
+def _live(nodes, outputs) -> list:
+    """``nodes`` less those no output depends on (shape computations a folded value replaced)."""
+    needed, keep = set(outputs), []
+    for node in reversed(nodes):
+        if any(o in needed for o in node.output):
+            keep.append(node)
+            needed.update(node.input)
+    return keep[::-1]
+
+
+def _used(inits, nodes) -> list:
+    used = {i for node in nodes for i in node.input}
+    return [t for t in inits if t.name in used]
 
 
 _DTYPE_NAMES = {"BOOL": "bool", "INT4": "int4", "INT8": "int8", "UINT8": "uint8", "INT32": "int32",
