@@ -196,11 +196,14 @@ def main(argv=None):
     for key, (mine, peer) in {"xla_vs_jit": ("xla", "jax.jit"),
                               "ort_vs_torch_ort": ("onnxruntime", "torch->ort")}.items():
         if mine in ms:
-            results[key] = statistics.median(a / b_ for a, b_ in zip(ms[mine], ms[peer]))
+            ratios = sorted(a / b_ for a, b_ in zip(ms[mine], ms[peer]))
+            results[key] = statistics.median(ratios)
+            results[key + "_range"] = f"{ratios[0]:.3f} .. {ratios[-1]:.3f} over {len(ratios)} rounds"
             results[key + "_goal"] = f"<= {GOALS[key]} ({'met' if results[key] <= GOALS[key] else 'missed'})"
     results["load_after"] = os.getloadavg()[0]
     for k, v in results.items():
-        print(f"{k:32s} {v:.3f}" if isinstance(v, float) else f"{k:32s} {v}")
+        print(f"{k:32s} {v:.3g}" if isinstance(v, float) and abs(v) < 0.01 else
+              f"{k:32s} {v:.3f}" if isinstance(v, float) else f"{k:32s} {v}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
