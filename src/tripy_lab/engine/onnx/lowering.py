@@ -26,6 +26,7 @@ import numpy as np
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
 from tripy_lab.engine.onnx import fold
+from tripy_lab.engine.onnx.dims import DimClasses
 
 OPSET = 21  # ai.onnx opset: the newest that onnxruntime >= 1.18 runs on every op used here (int4 Q/DQ, Gelu)
 IR_VERSION = 10  # the IR version that goes with opset 21
@@ -194,14 +195,26 @@ class OpLowering:
             self.b.known_dtype[out] = self._known_dtype(op_type, inputs, attrs)
         return out
 
-    def shape_node(self, x: str, dims) -> str:
-        """``Shape`` of ``x``, whose static dims (ints; None: dynamic) are known now."""
+    def shape_node(self, value) -> str:
+        """The shape of an MLIR ``value``: static dims are numbers, each dynamic dim is read from the first
+        tensor of its class (``dims``), so equal shapes are equal nodes that onnxruntime computes once."""
+        dims = self.shape(value)
         known = fold.of_shape(dims)
         if fold.full(known) is not None:
             return self.const(known[0])
-        out = self._node("Shape", [x], 1, {})
-        self.b.known[out], self.b.known_dtype[out] = known, np.int64
-        return out
+        pieces = []
+        for d, n in enumerate(dims):
+            if n is not None:
+                pieces.append(self.ints([n]))
+                continue
+            root = self.b.dims.find(self.b.dims.key(value, d))
+            if root not in self.b.dims.dim_node:
+                src, sd = self.b.dims.source.get(root, (self.b.names[value], d))
+                out = self._node("Shape", [src], 1, {"start": sd, "end": sd + 1})
+                self.b.known[out], self.b.known_dtype[out] = fold.unknown_scalar_vector(root), np.int64
+                self.b.dims.dim_node[root] = out
+            pieces.append(self.b.dims.dim_node[root])
+        return pieces[0] if len(pieces) == 1 else self.node("Concat", pieces, axis=0)
 
     def known(self, name: str):
         """The partial value (``fold``) of a small integer tensor, or None."""
@@ -287,6 +300,7 @@ class _GraphBuilder:
         self.tensor_origin: dict[str, int] = {}
         self.known: dict[str, tuple] = {}  # ONNX tensor name -> partial value (fold), small int tensors only
         self.known_dtype: dict[str, type] = {}
+        self.dims = DimClasses()
 
     def initializer(self, array: np.ndarray) -> str:
         """The initializer holding ``array``; an equal array (a weight shared by two layers) reuses it.
@@ -321,7 +335,7 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
     main = program.main()
     block_args = list(main.body.block.args)
     arg_names = list(program.arg_names) or [f"arg{i}" for i in range(len(block_args))]
-    inputs, dim_params = [], {}
+    inputs, dim_params, named = [], {}, {}
     for name, arg in zip(arg_names, block_args):
         info = program.input_infos.get(name)
         shape = shape_of(arg.type)
@@ -336,6 +350,10 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
         inputs.append(helper.make_tensor_value_info(name, onnx_elem(elem), dims))
         b.names[arg] = name
         b.elem_of[name] = elem
+        for d, dim in enumerate(dims):  # inputs sharing a NamedDimension share its class
+            if isinstance(dim, str):
+                b.dims.union(b.dims.key(arg, d), named.setdefault(dim, b.dims.key(arg, d)))
+        b.dims.register(arg, name, shape)
 
     op_info: dict[int, tuple[str, str, str]] = {}
     missing = sorted({op.name for op in program.ops() if op.name not in TABLE})
@@ -356,6 +374,9 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
         for res, out in zip(op.results, results):
             b.names[res] = out
             b.elem_of[out] = elem_of(res.type)
+        b.dims.relate(op, ctx)
+        for res, out in zip(op.results, results):
+            b.dims.register(res, out, shape_of(res.type))
 
     ret = main.body.block.last_op
     outputs, out_names = [], []

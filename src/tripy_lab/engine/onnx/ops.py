@@ -243,7 +243,7 @@ def _constant(op, ctx):
 
 @register("shape")
 def _shape(op, ctx):
-    return [_back(ctx, ctx.shape_node(ctx.operand("input"), ctx.shape(op.input)), "i64", ctx.result_elem())]
+    return [_back(ctx, ctx.shape_node(op.input), "i64", ctx.result_elem())]
 
 
 def _vector_or_static(ctx, operand: str, static: str, rank: int, default=None) -> tuple[str, np.ndarray | None]:
