@@ -4,7 +4,8 @@ a fresh process (a new compile, new jax caches); the table is the median over ``
 
     python benchmarks/bench_warm.py                      # CPU: a small GPT (2 layers, d 128), 5 processes
     python benchmarks/bench_warm.py --ladder             # CPU, warming the whole ladder (~18 compiles each)
-    python benchmarks/bench_warm.py --gpu                # GPU: GPT-2 small (12 layers), 3 processes
+    python benchmarks/bench_warm.py --gpu                # GPU: GPT-2 small (12 layers), 3 processes sharing
+                                                         # one cache (the first compiles, the others load)
     python benchmarks/bench_warm.py --gpu --json out.json
 
 Per shape: ``first_ms`` (the first call after the warm-up, with a new array), ``steady_ms`` (the median of the
@@ -38,12 +39,13 @@ GPU_PROFILE, GPU_SHAPES = ((1, 4, 8), (1, 256, 1024)), [((2, 256), "numpy"), ((4
                                                         ((4, 128), "numpy"), ((8, 128), "device")]
 
 
-def child(gpu: bool, full_ladder: bool) -> dict:
+def child(gpu: bool, full_ladder: bool, cache: str | None) -> dict:
     import jax
 
     import tripy_lab as tp
 
-    tp.config.compilation_cache_dir = tempfile.mkdtemp(prefix="bench-warm-")  # every process compiles
+    # a fresh cache: this process compiles everything; a shared one: the runs after the first load from disk
+    tp.config.compilation_cache_dir = cache or tempfile.mkdtemp(prefix="bench-warm-")
     sizes = {} if gpu else CPU_SIZES
     profile, shapes = (GPU_PROFILE, GPU_SHAPES) if gpu else (CPU_PROFILE, CPU_SHAPES)
     rng = np.random.default_rng(0)
@@ -89,6 +91,7 @@ def child(gpu: bool, full_ladder: bool) -> dict:
     for (b, t), kind in shapes:  # each shape again, after the others ran: a first call without anything cold
         r[f"B{b}_T{t}_{kind}"]["revisit_ms"] = timed(new_array(b, t, kind)) * 1e3
     r["compiles_after_warm_up"] = report.cache["misses"] - misses  # 0: every measured shape was warm
+    r["persistent_hits"] = report.cache["persistent_hits"]
     return r
 
 
@@ -97,22 +100,27 @@ def main():
     p.add_argument("--gpu", action="store_true", help="GPT-2 small on the GPU (default: a small GPT on the CPU)")
     p.add_argument("--runs", type=int, default=None, help="fresh processes (default 5 on CPU, 3 on GPU)")
     p.add_argument("--ladder", action="store_true", help="CPU: warm the whole ladder (GPU: always)")
+    p.add_argument("--shared-cache", action="store_true",
+                   help="one persistent cache for all runs: the first compiles, the others load (default on GPU)")
     p.add_argument("--json")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--cache", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
-        print("RESULT " + json.dumps(child(a.gpu, a.gpu or a.ladder)), flush=True)
+        print("RESULT " + json.dumps(child(a.gpu, a.gpu or a.ladder, a.cache)), flush=True)
         return
     runs = []
+    shared = ["--cache", tempfile.mkdtemp(prefix="bench-warm-")] if a.shared_cache or a.gpu else []
     for i in range(a.runs or (3 if a.gpu else 5)):
         out = subprocess.run([sys.executable, __file__, "--child"] + (["--gpu"] if a.gpu else [])
-                             + (["--ladder"] if a.ladder else []),
+                             + (["--ladder"] if a.ladder else []) + shared,
                              capture_output=True, text=True, check=False)
         line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if line is None:
             sys.exit(f"run {i} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
         runs.append(json.loads(line[7:]))
-        print(f"run {i}: {runs[-1]['warm_up']}", file=sys.stderr, flush=True)
+        print(f"run {i}: {runs[-1]['warm_up']} in {runs[-1]['warm_up_s']:.1f} s, persistent hits "
+              f"{runs[-1]['persistent_hits']}", file=sys.stderr, flush=True)
     shapes = [k for k, v in runs[0].items() if isinstance(v, dict)]
     table = {s: {m: statistics.median(r[s][m] for r in runs) for m in runs[0][s]} for s in shapes}
     r = {"device": runs[0]["device"], "runs": len(runs), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -121,7 +129,9 @@ def main():
          "cold_steady_ms": statistics.median(r["cold_steady_ms"] for r in runs),
          "warm_up_s": statistics.median(r["warm_up_s"] for r in runs),
          "compiles_after_warm_up": max(r["compiles_after_warm_up"] for r in runs),
-         "ratios_per_run": {s: [round(r[s]["ratio"], 2) for r in runs] for s in shapes}}
+         "ratios_per_run": {s: [round(r[s]["ratio"], 2) for r in runs] for s in shapes},
+         "warm_up_s_per_run": [round(r["warm_up_s"], 1) for r in runs],
+         "persistent_hits_per_run": [r["persistent_hits"] for r in runs]}
     r["goal_first_within_2x_steady"] = all(v["ratio"] <= 2.0 for v in table.values())
     print(f"{'shape':<18}{'first ms':>10}{'steady ms':>11}{'ratio':>7}{'fresh ms':>10}{'revisit ms':>12}")
     for s, v in table.items():

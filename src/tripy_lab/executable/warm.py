@@ -19,7 +19,6 @@ import numpy as np
 from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException, raise_error
-from tripy_lab.executable.executable import _held_array
 from tripy_lab.frontend.tensor import Tensor
 
 DEFAULT_LIMIT = 32  # a ladder over several dims grows fast; past this, the user names the shapes
@@ -149,7 +148,7 @@ def _call_as_user(exe, args: list) -> None:
     except Exception:  # zeros the program refuses at run time: built all the same, the first call loads it
         return
     first = (out[0] if isinstance(out, (tuple, list)) else out)
-    array = _held_array(first) if isinstance(first, Tensor) else first
+    array = vars(first).get("_array") if isinstance(first, Tensor) else first  # an output Tensor's array
     ready = getattr(array, "block_until_ready", None)
     if ready is not None:
         ready()
