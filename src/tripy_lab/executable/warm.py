@@ -136,7 +136,7 @@ def _zeros(exe, signature: dict, resident: bool) -> list:
     return args
 
 
-def _call_as_user(exe, args: list) -> None:
+def _call_as_user(exe, args: list) -> bool:
     """One call through the Executable's public path, as a user's call with arguments of these types: it checks
     them, remembers the signature (``Executable._fast``), and the engine makes its caller and jax its C++ call
     path for them; waits for the result. The engine's last outputs (what ``synchronize`` waits on) are put back
@@ -146,7 +146,7 @@ def _call_as_user(exe, args: list) -> None:
     try:
         out = exe(*args) if exe._flat else engine.run(exe.engine_args(*args))
     except Exception:  # zeros the program refuses at run time: built all the same, the first call loads it
-        return
+        return False
     first = (out[0] if isinstance(out, (tuple, list)) else out)
     array = vars(first).get("_array") if isinstance(first, Tensor) else first  # an output Tensor's array
     ready = getattr(array, "block_until_ready", None)
@@ -155,6 +155,7 @@ def _call_as_user(exe, args: list) -> None:
     last = getattr(engine, "_last", None)
     if last is not None and last is not before and len(last) and last[0] is array:
         engine._last = before
+    return True
 
 
 class WarmUp:
@@ -212,16 +213,15 @@ class WarmUp:
             (self.built if compiled else self.already).append(sig)
             if self._stop.is_set():  # cancelled during that compile: it stays built, nothing more runs
                 return
-            for resident in kinds:
-                _call_as_user(exe, _zeros(exe, _at(exe.input_infos, {}) | sig, resident))
-            if kinds:
+            ran = [_call_as_user(exe, _zeros(exe, _at(exe.input_infos, {}) | sig, resident)) for resident in kinds]
+            if ran and all(ran):
                 self.called.append(sig)
         if compiled_any and engine.evicts_on_build:
             for sig in engine.built_points():
                 if self._stop.is_set():
                     return
-                _call_as_user(exe, _zeros(exe, sig, True))
-                self.replayed.append(sig)
+                if _call_as_user(exe, _zeros(exe, sig, True)):
+                    self.replayed.append(sig)
 
     @property
     def done(self) -> bool:
