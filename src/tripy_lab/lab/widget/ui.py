@@ -123,7 +123,8 @@ class LabWidget:
         elif key == "trace" and s.traced is not None:
             view = tabs.TraceView.of(s.traced, s.error_op, self.overlay or timing_overlay(s.built))
         elif key == "mlir" and s.lowered is not None:
-            view = tabs.MlirView.of(s.lowered, self.generic.value, s.error_op)
+            trace = self._view("trace")  # the MLIR folds by module as the trace graph does
+            view = tabs.MlirView.of(s.lowered, self.generic.value, s.error_op, getattr(trace, "model", None))
         elif key == "engine" and s.built is not None:
             view = tabs.EngineView.of(s.built)
         elif key in ("mlir", "engine", "crosswalk") and s.error is not None:
