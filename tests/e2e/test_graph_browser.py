@@ -129,6 +129,42 @@ def test_gpt_graph_folds_expands_searches_and_shades(lab):
     lab.screenshot("graph-gpt-5-crosswalk.png", view)
 
 
+def test_gpt_mlir_tab_folds_per_module(lab):
+    cells = [SETUP.format(bench=str(BENCH)),
+             "model, args = P.gpt_small()\nexe = tp.compile(model, args=args)\nui = lab.show(exe, 'gpt')"]
+    lab.put_notebook("graph-gpt-mlir.ipynb", cells)
+    nb = lab.open("graph-gpt-mlir.ipynb")
+    lab.run_cell(0)
+    lab.run_cell(1)
+    view = nb.locator(".jp-OutputArea .tripy-lab")
+    expect(tab(view, "MLIR")).to_be_visible(timeout=TIMEOUT)
+    tab(view, "MLIR").click()
+    pane = view.locator(".tripy-tab-mlir")
+    h0 = pane.locator('details.tripy-mlir-fold[data-module="h.0"]')
+    expect(h0).to_have_count(1, timeout=TIMEOUT)
+    # the top level is folded: h.0 ... h.11 closed, each summary naming its path and op count
+    tops = pane.locator("pre.tripy-mlir > details.tripy-mlir-fold")
+    expect(tops.filter(has=pane.locator('summary[data-module^="h."]'))).to_have_count(12)
+    expect(pane.locator("pre.tripy-mlir > details.tripy-mlir-fold[open]")).to_have_count(0)
+    head = h0.locator("> summary")
+    expect(head).to_contain_text(re.compile(r"^h\.0 · \d+ ops · lines \d+–\d+"))
+    inner = h0.locator(".tripy-mlir-line").first
+    expect(inner).to_be_hidden()
+    lab.screenshot("graph-gpt-mlir-1-folded.png", pane)
+
+    head.click()  # h.0 opens: its lines, and its own folds (h.0.attn, h.0.mlp) closed inside it
+    expect(inner).to_be_visible()
+    expect(h0.locator("> .tripy-mlir-line").first).to_contain_text("tensorrt.")
+    attn = h0.locator('> details.tripy-mlir-fold[data-module="h.0.attn"]').first
+    expect(attn.locator("> summary")).to_be_visible()
+    expect(h0.locator('> details.tripy-mlir-fold[data-module="h.0.mlp"]')).to_have_count(1)
+    expect(attn.locator(".tripy-mlir-line").first).to_be_hidden()
+    attn.locator("> summary").click()
+    expect(attn.locator(".tripy-mlir-line").first).to_be_visible()
+    expect(pane.locator('details.tripy-mlir-fold[data-module="h.1"] .tripy-mlir-line').first).to_be_hidden()
+    lab.screenshot("graph-gpt-mlir-2-h0-open.png", pane)
+
+
 def test_failing_matmul_is_drawn_red(lab):
     cells = [SETUP.format(bench=str(BENCH)),
              "%%tpcompile bad_exe x=f32[2,3] w=f32[4,5]\ndef bad(x, w):\n    y = tp.relu(x)\n    return y @ w\n"]

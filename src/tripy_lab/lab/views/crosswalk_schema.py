@@ -11,7 +11,7 @@ Version 1::
                  "lines": [str], "shapes": str, "dtypes": str, "kernel": str}],   # last four optional
      "error":  None | {"message": str, "op": str | None},
      "graph":  optional: the folded graph (lab/graph_model.py GraphModel.to_json): drawn instead of svg/dot,
-               every op a leaf node with id "op-X"}
+               every op a leaf node with id "op-X" (left out of an op's node: graph_model.json_node_id)}
 
 Links: ``ops[i].mlir`` are 0-based indices into ``mlir`` and must be exactly the lines whose ``op``
 is that op; ``ops[i].layers`` and ``layers[j].ops`` must mirror each other.
@@ -30,6 +30,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from typing import Any
 
+from tripy_lab.lab.views.graph_model import json_node_id
 from tripy_lab.trace.graph import dot_quote, dot_text
 
 MIME_TYPE = "application/vnd.tripy-lab.crosswalk+json"
@@ -180,7 +181,7 @@ def _check_graph(bundle: dict, op_ids: list[str]) -> list[str]:
         nodes = graph.get("nodes") if isinstance(graph, dict) else None
         if not isinstance(nodes, list):
             return ["graph: no node list"]
-        have = {n.get("i") for n in nodes if isinstance(n, dict)}
+        have = {json_node_id(n) for n in nodes if isinstance(n, dict)}
         return [f'graph: no node with id "op-{oid}"' for oid in op_ids if f"op-{oid}" not in have]
     # ids are written by trace.graph.dot_quote, and graphviz draws them as dot_text(X)
     errors = [f'dot: no node with id="op-{oid}"' for oid in op_ids if dot_quote(f"op-{oid}", "id") not in bundle["dot"]

@@ -38,7 +38,7 @@ def picture_html(svg: str | None, dot: str, note: str, image: bool, caption: str
 class TraceView:
     n_ops: int
     seconds: float | None
-    listing: str
+    source: object  # the listing's text, or the Traced it is printed from when first shown (20,000 ops: 0.5 s)
     model: graph_model.GraphModel
     overlay: graph_draw.Overlay | None = None
     _drawn: dict = field(default_factory=dict, repr=False)  # expanded tuple -> (svg, dot, note)
@@ -47,13 +47,19 @@ class TraceView:
     def of(cls, traced, error_op: str | None = None, overlay: graph_draw.Overlay | None = None) -> TraceView:
         failed = getattr(traced, "failed_call", None)
         model = graph_model.build(traced.trace, failed=failed, error_op=error_op)
-        return cls(len(traced.trace.ops), traced.seconds, traced.as_text(), model, overlay)
+        return cls(len(traced.trace.ops), traced.seconds, traced, model, overlay)
+
+    @property
+    def listing(self) -> str:
+        if not isinstance(self.source, str):
+            self.source = self.source.as_text()
+        return self.source
 
     def __repr__(self) -> str:  # a notebook shows it after lab.graph(...): not the whole listing
         return f"TraceView({self.model.title!r}: {self.n_ops} ops, {len(self.model.roots)} top-level nodes)"
 
     def with_overlay(self, overlay: graph_draw.Overlay | None) -> TraceView:
-        return TraceView(self.n_ops, self.seconds, self.listing, self.model, overlay)
+        return TraceView(self.n_ops, self.seconds, self.source, self.model, overlay)
 
     def drawing(self, expanded=()) -> tuple[str | None, str, str]:
         key = tuple(sorted(expanded))
