@@ -156,3 +156,22 @@ def test_lines_of_no_op_sit_at_the_level_their_neighbours_share(stages, view):
     between = mlir_folds.folds([*ops[:h0.end], None, *ops[h0.end:]], model)  # ... between h.0 and h.1
     assert between[0].end == h0.end and between[1].start == h0.end + 1
     assert [f.name for f in mlir_folds.folds([op for op in ops if op is None], model)] == []
+
+
+def test_crosswalk_bundle_carries_the_same_folds(stages, view):
+    from tripy_lab.lab.views import crosswalk
+    from tripy_lab.lab.views.crosswalk_schema import validate_bundle
+
+    traced, lowered = stages
+    trace = tabs.TraceView.of(traced)
+    bundle = crosswalk.build_bundle(traced, lowered, None, dot=trace.dot, graph=trace.bundle(), model=trace.model)
+    assert validate_bundle(bundle) == []
+    assert bundle["folds"] == [mlir_folds.to_json(f) for f in view.folds]  # one view model: the tab's folds
+    h0 = bundle["folds"][0]
+    assert h0["name"] == "h.0" and [c["name"] for c in h0["children"]][:1] == ["h.0.fc"]
+    assert all(bundle["mlir"][i]["op"] is None or bundle["mlir"][i]["op"] in
+               {o for _, o in view.lines[h0["start"]:h0["end"]]} for i in range(h0["start"], h0["end"]))
+    broken = dict(bundle, folds=[{**h0, "end": len(bundle["mlir"]) + 5}])
+    assert any("outside" in e for e in validate_bundle(broken))
+    nested = dict(bundle, folds=[{**h0, "children": [{**h0["children"][0], "start": h0["start"] - 1}]}])
+    assert any(e.startswith("folds[0].children[0]") for e in validate_bundle(nested))

@@ -10,6 +10,9 @@ Version 1::
      "layers": [{"id": str, "name": str, "kind": str, "ops": [str],
                  "lines": [str], "shapes": str, "dtypes": str, "kernel": str}],   # last four optional
      "error":  None | {"message": str, "op": str | None},
+     "folds":  optional: the MLIR's folds per module (lab/views/mlir_folds.py):
+               [{"name": str, "start": int, "end": int, "ops": int, "children": [fold]}], 0-based line ranges
+               into "mlir", children inside their parent, in order
      "graph":  optional: the folded graph (lab/graph_model.py GraphModel.to_json): drawn instead of svg/dot,
                every op a leaf node with id "op-X" (left out of an op's node: graph_model.json_node_id)}
 
@@ -103,6 +106,9 @@ _LAYER = {
     "kernel": (_str, False),
 }
 _ERROR = {"message": (_str, True), "op": (_opt_str, False)}
+_INT = (lambda v: isinstance(v, int) and not isinstance(v, bool))
+_FOLD = {"name": (_str, True), "start": (_INT, True), "end": (_INT, True), "ops": (_INT, True),
+         "children": (lambda v: isinstance(v, list), False)}
 
 
 def validate_bundle(bundle: Any) -> list[str]:
@@ -153,11 +159,30 @@ def validate_bundle(bundle: Any) -> list[str]:
                 errors.append(f"layer {ly['id']!r} lists op {oid!r}, but that op does not list the layer")
 
     errors += _check_graph(bundle, op_ids)
+    errors += _check_folds(bundle.get("folds", []), 0, len(lines), "folds")
 
     error = bundle["error"]
     if error is not None and _check_keys("error", error, _ERROR, errors):
         if error.get("op") is not None and error["op"] not in op_layers:
             errors.append(f"error.op: unknown op {error['op']!r}")
+    return errors
+
+
+def _check_folds(folds: Any, start: int, end: int, where: str) -> list[str]:
+    """Each fold a line range inside [start, end), after the one before it; its children likewise inside it."""
+    if not isinstance(folds, list):
+        return [f"{where}: expected a list"]
+    errors: list[str] = []
+    at = start
+    for k, fold in enumerate(folds):
+        here = f"{where}[{k}]"
+        if not _check_keys(here, fold, _FOLD, errors):
+            continue
+        if not at <= fold["start"] < fold["end"] <= end:
+            errors.append(f"{here}: lines {fold['start']}..{fold['end']} outside {at}..{end}")
+            continue
+        errors += _check_folds(fold.get("children", []), fold["start"], fold["end"], here + ".children")
+        at = fold["end"]
     return errors
 
 

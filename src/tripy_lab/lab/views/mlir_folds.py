@@ -95,6 +95,14 @@ def folds(ops: list[str | None], model: GraphModel | None) -> list[Fold]:
     return top
 
 
+def to_json(fold: Fold) -> dict:
+    """The crosswalk bundle's form of a fold (its renderer nests the MLIR lines the same way)."""
+    out = {"name": fold.name, "start": fold.start, "end": fold.end, "ops": fold.n_ops}
+    if fold.children:
+        out["children"] = [to_json(c) for c in fold.children]
+    return out
+
+
 FOLD_STYLE = "margin:0;border-left:2px solid #c7d2fe"
 HEAD_STYLE = "cursor:pointer;color:#3730a3;background:#eef2ff;font-weight:600"
 

@@ -272,7 +272,8 @@ class LabWidget:
         error = None if info is None else {"message": info["summary"], "op": info.get("op")}
         graph = trace.bundle() if hasattr(trace, "bundle") else None  # the folded graph, drawn in the browser
         bundle = crosswalk.build_bundle(s.traced, s.lowered, s.built, title=self.session.exe_name, error=error,
-                                        svg=None if graph else trace.svg, dot=trace.dot, graph=graph)
+                                        svg=None if graph else trace.svg, dot=trace.dot, graph=graph,
+                                        model=getattr(trace, "model", None))
         # Where the tripy-lab renderer is not installed, the static trace/MLIR/layer panes stand in.
         panes = {key: self._view(key) for key in ("trace", "mlir", "engine")}
         fallback = snapshot.snapshot_html(self.title, panes, keys=("trace", "mlir", "engine"))
