@@ -126,6 +126,9 @@ def test_gpt_graph_folds_expands_searches_and_shades(lab):
     expect(walk.locator(".tripy-mlir-line.tripy-selected")).not_to_have_count(0, timeout=TIMEOUT)
     expect(walk.locator("tr.tripy-layer-row.tripy-selected")).not_to_have_count(0)
     expect(walk.locator(".tripy-mlir-region[data-module='h.0']")).to_have_count(1)  # MLIR folds by module
+    # ... nested as the MLIR tab (lab/views/mlir_folds.py): h.0's region holds h.0.attn's
+    expect(walk.locator(".tripy-mlir-region[data-module='h.0'] > .tripy-mlir-region[data-module='h.0.attn']")
+           ).not_to_have_count(0)
     lab.screenshot("graph-gpt-5-crosswalk.png", view)
 
 
@@ -143,18 +146,17 @@ def test_gpt_mlir_tab_folds_per_module(lab):
     h0 = pane.locator('details.tripy-mlir-fold[data-module="h.0"]')
     expect(h0).to_have_count(1, timeout=TIMEOUT)
     # the top level is folded: h.0 ... h.11 closed, each summary naming its path and op count
-    tops = pane.locator("pre.tripy-mlir > details.tripy-mlir-fold")
-    expect(tops.filter(has=pane.locator('summary[data-module^="h."]'))).to_have_count(12)
+    expect(pane.locator('pre.tripy-mlir > details.tripy-mlir-fold[data-module^="h."]')).to_have_count(12)
     expect(pane.locator("pre.tripy-mlir > details.tripy-mlir-fold[open]")).to_have_count(0)
     head = h0.locator("> summary")
     expect(head).to_contain_text(re.compile(r"^h\.0 · \d+ ops · lines \d+–\d+"))
-    inner = h0.locator(".tripy-mlir-line").first
+    inner = h0.locator("> .tripy-mlir-line").first  # a line of h.0's own (its first ones are h.0.attn's)
     expect(inner).to_be_hidden()
     lab.screenshot("graph-gpt-mlir-1-folded.png", pane)
 
     head.click()  # h.0 opens: its lines, and its own folds (h.0.attn, h.0.mlp) closed inside it
     expect(inner).to_be_visible()
-    expect(h0.locator("> .tripy-mlir-line").first).to_contain_text("tensorrt.")
+    expect(inner).to_contain_text("tensorrt.")
     attn = h0.locator('> details.tripy-mlir-fold[data-module="h.0.attn"]').first
     expect(attn.locator("> summary")).to_be_visible()
     expect(h0.locator('> details.tripy-mlir-fold[data-module="h.0.mlp"]')).to_have_count(1)
