@@ -36,6 +36,7 @@
  *   [data-tripy-pane="graph"|"mlir"|"layers"]  the three panes
  *   g.node[data-op-id]                          matched graph nodes
  *   .tripy-mlir-line[data-op-id][data-line]     MLIR lines (data-op-id only when the line has an op)
+ *   .tripy-mlir-region[data-module]             a module's MLIR lines, nested (bundle.folds), .tripy-folded when shut
  *   tr.tripy-layer-row[data-layer-id][data-op-id]  layer rows; data-op-id is a
  *                                               space-separated list (match with [data-op-id~="%t5"])
  */

@@ -99,7 +99,7 @@ class GraphModel:
         """The bundle the browser renderer lays out (``application/vnd.tripy-lab.graph+json``)."""
         nodes = [_node_json(self, i, n) for i, n in enumerate(self.nodes)]
         out = {"version": 1, "title": self.title, "nodes": nodes, "top": self.top,
-               "edges": [list(e) for e in self.edges],
+               "edges": self.edges,  # (a, b) tuples: JSON arrays
                "expanded": self.initial_expanded() if expanded is None else expanded,
                "error": self.error, "errorMessage": self.error_message, "overlay": None}
         if overlay is not None:
