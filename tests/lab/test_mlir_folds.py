@@ -91,8 +91,8 @@ def test_no_model_or_no_modules_means_no_folds(stages):
 
 
 def summaries(markup: str) -> dict[str, str]:
-    return dict(re.findall(r'<summary class="tripy-mlir-fold-head" data-module="([^"]+)"[^>]*>([^<]*)</summary>',
-                           markup))
+    return dict(re.findall(r'<details class="tripy-mlir-fold" data-module="([^"]+)"[^>]*><summary[^>]*>([^<]*)'
+                           "</summary>", markup))
 
 
 def test_html_is_nested_details_with_path_and_op_count_and_survives_the_sanitizer(view):

@@ -103,15 +103,14 @@ def to_json(fold: Fold) -> dict:
     return out
 
 
-FOLD_STYLE = "margin:0;border-left:2px solid #c7d2fe"
-HEAD_STYLE = "cursor:pointer;color:#3730a3;background:#eef2ff;font-weight:600"
+FOLD_STYLE = "border-left:2px solid #c7d2fe"
+HEAD_STYLE = "cursor:pointer;color:#3730a3;background:#eef2ff"  # inline and short: a report holds dozens
 
 
 def _summary(fold: Fold, depth: int) -> str:
-    lines = fold.end - fold.start
-    return (f'<summary class="tripy-mlir-fold-head" data-module="{esc(fold.name)}" style="{HEAD_STYLE};'
-            f'padding-left:{depth * 2}ch">{esc(fold.name)} · {fold.n_ops} op{"s" if fold.n_ops != 1 else ""} · '
-            f"lines {fold.start + 1}–{fold.end} ({lines})</summary>")
+    indent = f";padding-left:{depth * 2}ch" if depth else ""
+    return (f'<summary style="{HEAD_STYLE}{indent}">{esc(fold.name)} · {fold.n_ops} op{"s" if fold.n_ops != 1 else ""}'
+            f" · lines {fold.start + 1}–{fold.end}</summary>")
 
 
 def folds_html(rows: list[str], top: list[Fold], open_lines: set[int] = frozenset()) -> str:
@@ -129,9 +128,8 @@ def folds_html(rows: list[str], top: list[Fold], open_lines: set[int] = frozense
             out.append(f'<details class="tripy-mlir-fold" data-module="{esc(fold.name)}"{opened} '
                        f'style="{FOLD_STYLE}">{_summary(fold, depth)}')
             if fold.start >= upto:
-                out.append(f'<div class="tripy-elided" style="color:#92400e;padding-left:{depth * 2 + 2}ch">'
-                           f"{fold.end - fold.start} lines left out here (size limit); run the cell to see them"
-                           "</div>")
+                out.append(f'<div class="tripy-elided" style="color:#92400e">{fold.end - fold.start} lines left out '
+                           "here (size limit)</div>")
             else:
                 render(fold.children, fold.start, fold.end, depth + 1)
             out.append("</details>")
