@@ -54,6 +54,11 @@ from tripy_lab.engine.base import (
 
 OPT_LEVELS = {0: "ORT_DISABLE_ALL", 1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 3: "ORT_ENABLE_ALL",
               4: "ORT_ENABLE_ALL", 5: "ORT_ENABLE_ALL"}
+# Idle worker threads sleep instead of spinning on machines this small: on a shared 2-core notebook CPU
+# spinning threads fight the threads that do the work (GPT-2 small on a loaded 2-core VM: 1289 -> 644 ms per
+# call). Above it onnxruntime's default (spinning) stays: a sleeping pool wakes once per parallel node, which
+# costs a many-core machine more than it saves.
+SLEEP_AT_OR_BELOW_CPUS = 4
 _NODE_IN_ERROR = re.compile(r"(?:Name:|node with name )'([^']*)'")
 
 
@@ -138,9 +143,8 @@ class OnnxRuntimeCompiled(CompiledEngine):
         so = ort.SessionOptions()
         so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, OPT_LEVELS[self._level])
         so.log_severity_level = 3  # errors only: its warnings are about its own choices, not the user's program
-        # idle worker threads sleep instead of spinning: on a shared notebook CPU spinning threads fight the
-        # threads that do the work (GPT-2 small on a loaded 2-core VM: 1289 ms -> 644 ms per call)
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if (os.cpu_count() or 1) <= SLEEP_AT_OR_BELOW_CPUS:
+            so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if optimized:
             so.optimized_model_filepath = optimized
         if profile_prefix:

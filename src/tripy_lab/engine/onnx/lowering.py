@@ -25,6 +25,8 @@ import numpy as np
 
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException
+from tripy_lab.engine.onnx import fold
+from tripy_lab.engine.onnx.dims import DimClasses
 
 OPSET = 21  # ai.onnx opset: the newest that onnxruntime >= 1.18 runs on every op used here (int4 Q/DQ, Gelu)
 IR_VERSION = 10  # the IR version that goes with opset 21
@@ -182,6 +184,50 @@ class OpLowering:
         Data-movement nodes on bf16/f8/f4/int4 data (onnxruntime has no kernels for those types) run on the
         exact carrier type between two Casts; the graph stays typed as the program says.
         """
+        known = None
+        if outputs == 1:
+            known = fold.evaluate(op_type, [self.b.known.get(i) for i in inputs], attrs)
+            if known is not None and fold.full(known) is not None:  # computed now, not on every call
+                return self.const(known[0].astype(self._known_dtype(op_type, inputs, attrs)))
+        out = self._node(op_type, inputs, outputs, attrs)
+        if outputs == 1 and known is not None:
+            self.b.known[out] = known
+            self.b.known_dtype[out] = self._known_dtype(op_type, inputs, attrs)
+        return out
+
+    def shape_node(self, value) -> str:
+        """The shape of an MLIR ``value``: static dims are numbers, each dynamic dim is read from the first
+        tensor of its class (``dims``), so equal shapes are equal nodes that onnxruntime computes once."""
+        dims = self.shape(value)
+        known = fold.of_shape(dims)
+        if fold.full(known) is not None:
+            return self.const(known[0])
+        pieces = []
+        for d, n in enumerate(dims):
+            if n is not None:
+                pieces.append(self.ints([n]))
+                continue
+            root = self.b.dims.find(self.b.dims.key(value, d))
+            if root not in self.b.dims.dim_node:
+                src, sd = self.b.dims.source.get(root, (self.b.names[value], d))
+                out = self._node("Shape", [src], 1, {"start": sd, "end": sd + 1})
+                self.b.known[out], self.b.known_dtype[out] = fold.unknown_scalar_vector(root), np.int64
+                self.b.dims.dim_node[root] = out
+            pieces.append(self.b.dims.dim_node[root])
+        return pieces[0] if len(pieces) == 1 else self.node("Concat", pieces, axis=0)
+
+    def known(self, name: str):
+        """The partial value (``fold``) of a small integer tensor, or None."""
+        return self.b.known.get(name)
+
+    def _known_dtype(self, op_type: str, inputs, attrs: dict):
+        if op_type == "Cast":
+            return fold._ONNX_INT[attrs["to"]]
+        if op_type in ("Equal", "Less", "Greater", "And", "Or", "Not"):
+            return np.bool_
+        return self.b.known_dtype.get(inputs[0], np.int64)
+
+    def _node(self, op_type: str, inputs, outputs: int, attrs: dict) -> str | list[str]:
         data = _MOVEMENT.get(op_type)
         if data is not None:
             data = [k for k in (range(len(inputs)) if data == "all" else data) if k < len(inputs)]
@@ -221,7 +267,12 @@ class OpLowering:
 
     def const(self, value, dtype=None) -> str:
         """An initializer holding ``value`` (shared with every equal constant)."""
-        return self.b.initializer(np.asarray(value, dtype=dtype))
+        array = np.asarray(value, dtype=dtype)
+        name = self.b.initializer(array)
+        known = fold.of_array(array)
+        if known is not None:
+            self.b.known[name], self.b.known_dtype[name] = known, array.dtype.type
+        return name
 
     def ints(self, values) -> str:
         return self.const(np.asarray(values, dtype=np.int64).reshape(-1))
@@ -247,6 +298,9 @@ class _GraphBuilder:
         self.elem_of: dict[str, str] = {}  # ONNX tensor name -> MLIR element type, where known
         self.node_origin: dict[str, int] = {}
         self.tensor_origin: dict[str, int] = {}
+        self.known: dict[str, tuple] = {}  # ONNX tensor name -> partial value (fold), small int tensors only
+        self.known_dtype: dict[str, type] = {}
+        self.dims = DimClasses()
 
     def initializer(self, array: np.ndarray) -> str:
         """The initializer holding ``array``; an equal array (a weight shared by two layers) reuses it.
@@ -281,7 +335,7 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
     main = program.main()
     block_args = list(main.body.block.args)
     arg_names = list(program.arg_names) or [f"arg{i}" for i in range(len(block_args))]
-    inputs, dim_params = [], {}
+    inputs, dim_params, named = [], {}, {}
     for name, arg in zip(arg_names, block_args):
         info = program.input_infos.get(name)
         shape = shape_of(arg.type)
@@ -296,6 +350,10 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
         inputs.append(helper.make_tensor_value_info(name, onnx_elem(elem), dims))
         b.names[arg] = name
         b.elem_of[name] = elem
+        for d, dim in enumerate(dims):  # inputs sharing a NamedDimension share its class
+            if isinstance(dim, str):
+                b.dims.union(b.dims.key(arg, d), named.setdefault(dim, b.dims.key(arg, d)))
+        b.dims.register(arg, name, shape)
 
     op_info: dict[int, tuple[str, str, str]] = {}
     missing = sorted({op.name for op in program.ops() if op.name not in TABLE})
@@ -316,6 +374,9 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
         for res, out in zip(op.results, results):
             b.names[res] = out
             b.elem_of[out] = elem_of(res.type)
+        b.dims.relate(op, ctx)
+        for res, out in zip(op.results, results):
+            b.dims.register(res, out, shape_of(res.type))
 
     ret = main.body.block.last_op
     outputs, out_names = [], []
@@ -344,10 +405,26 @@ def lower_to_onnx(program, graph_name: str = "main") -> OnnxLowering:
                 b.node_origin[f"output {oname}"] = b.tensor_origin[src]
         out_names.append(oname)
         outputs.append(helper.make_tensor_value_info(oname, onnx_elem(elem_of(v.type)), list(shape_of(v.type))))
-    graph = helper.make_graph(b.nodes, graph_name, inputs, outputs, b.inits)
+    nodes = _live(b.nodes, out_names)
+    graph = helper.make_graph(nodes, graph_name, inputs, outputs, _used(b.inits, nodes))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="tripy-lab",
                               ir_version=IR_VERSION)
     return OnnxLowering(model, arg_names, out_names, b.node_origin, b.tensor_origin, op_info, dim_params)
+
+
+def _live(nodes, outputs) -> list:
+    """``nodes`` less those no output depends on (shape computations a folded value replaced)."""
+    needed, keep = set(outputs), []
+    for node in reversed(nodes):
+        if any(o in needed for o in node.output):
+            keep.append(node)
+            needed.update(node.input)
+    return keep[::-1]
+
+
+def _used(inits, nodes) -> list:
+    used = {i for node in nodes for i in node.input}
+    return [t for t in inits if t.name in used]
 
 
 _DTYPE_NAMES = {"BOOL": "bool", "INT4": "int4", "INT8": "int8", "UINT8": "uint8", "INT32": "int32",

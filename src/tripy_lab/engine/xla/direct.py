@@ -126,6 +126,8 @@ def emit_stablehlo(engine, shapes, dims, pnames, small_scores=None):
     from tripy_lab.engine.xla.ops import STATIC_RESULT_LIMIT, constant_value
 
     em, program, block_args = Emitter(), engine.program, engine._block_args
+    if engine.device.platform == "cpu":
+        em.dot_precision = "DEFAULT"  # f32 either way on CPU (Emitter.dot_precision)
     env: dict = {block_args[i]: np.asarray(v, dtype=engine._arg_dtypes[i]) for i, v in zip(engine._dim_pos, dims)}
     args = []
     for k, (i, s) in enumerate(zip(engine._data_pos, shapes)):

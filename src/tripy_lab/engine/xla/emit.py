@@ -81,6 +81,10 @@ def _i64_array(values: tuple) -> str:
 class Emitter:
     """Appends generic-form StableHLO ops to the body of ``@main``; one op per call."""
 
+    # f32 dot_general precision: HIGHEST (no TF32 on GPUs). On CPU, XLA computes f32 dots in f32 at every
+    # precision (the same bits) but HIGHEST costs 7-9 % on small GEMMs (GPT d=128), so the CPU says DEFAULT.
+    dot_precision = "HIGHEST"
+
     def __init__(self):
         self.lines: list[str] = []
         self._consts: dict[tuple, Val] = {}

@@ -389,7 +389,7 @@ def _batched_matmul(em, a: Val, b: Val) -> Val:
     idx_b.append(nb + 1)
     a = reshape(em, a, [d for k, d in enumerate(a.shape) if k not in a_sq])
     b = reshape(em, b, [d for k, d in enumerate(b.shape) if k not in b_sq])
-    prec = "HIGHEST" if np.dtype(a.dtype) == np.float32 else "DEFAULT"  # exact f32, like the jax translation
+    prec = em.dot_precision if np.dtype(a.dtype) == np.float32 else "DEFAULT"  # exact f32, like the jax path
     dims = (f"#stablehlo.dot<lhs_batching_dimensions = [{', '.join(map(str, a_batch))}], rhs_batching_dimensions = "
             f"[{', '.join(map(str, b_batch))}], lhs_contracting_dimensions = [{a.ndim - 1}], "
             f"rhs_contracting_dimensions = [{b.ndim - 2}]>")
@@ -403,7 +403,7 @@ def _batched_matmul(em, a: Val, b: Val) -> Val:
 
 
 def _dot(em, a, b, lhs: int, rhs: int, shape) -> Val:
-    prec = "HIGHEST" if np.dtype(a.dtype) == np.float32 else "DEFAULT"
+    prec = em.dot_precision if np.dtype(a.dtype) == np.float32 else "DEFAULT"
     attrs = {"dot_dimension_numbers": f"#stablehlo.dot<lhs_batching_dimensions = [], rhs_batching_dimensions = [], "
                                       f"lhs_contracting_dimensions = [{lhs}], rhs_contracting_dimensions = [{rhs}]>",
              "precision_config": f"[#stablehlo<precision {prec}>, #stablehlo<precision {prec}>]"}
