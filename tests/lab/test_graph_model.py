@@ -224,3 +224,16 @@ def test_live_bundle_is_compact_and_decodes_to_the_model(traced, monkeypatch):
     big = graph_model.build(traced.trace).to_json()
     assert not any("t" in raw for raw, m in zip(big["nodes"], model.nodes) if m.kind in ("op", "const"))
     assert len(str(big)) < len(str(bundle))
+
+
+def test_the_trace_pane_heading_counts_what_is_there():
+    """A program with no modules is not "in 0 module groups"; one group is singular; small programs show every
+    group opened in one picture, named once ("every group opened", not "... opened opened")."""
+    plain = trace_pane.TraceView.of(pipeline.trace(_program, args=[INFO]))
+    head = plain.html(tabs.SNAPSHOT)
+    assert "module group" not in head and "folded by frontend call" in head and f"{plain.n_ops} ops" in head
+    scoped = trace_pane.TraceView.of(_scoped(pipeline.trace(_program, args=[INFO])))
+    html = scoped.html(tabs.SNAPSHOT)
+    groups = sum(1 for n in scoped.model.nodes if n.kind == "module")
+    assert f"in {groups} module groups" in html and "folded by module and by frontend call" in html
+    assert "opened opened" not in html and "every group opened" in html

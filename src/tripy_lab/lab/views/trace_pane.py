@@ -92,9 +92,11 @@ class TraceView:
 
     def _head(self) -> str:
         groups = sum(1 for n in self.model.nodes if n.kind == "module")
-        return head_html(f"{self.n_ops} ops in {groups} module groups · traced in {_ms(self.seconds)} · "
-                         "folded by module and by frontend call; inputs blue, constants yellow, outputs green; "
-                         "<code>?</code> marks a dynamic dim")
+        ops = f"{self.n_ops} op" + ("" if self.n_ops == 1 else "s")
+        where = f" in {groups} module group" + ("" if groups == 1 else "s") if groups else ""
+        folded = "folded by module and by frontend call" if groups else "folded by frontend call"
+        return head_html(f"{ops}{where} · traced in {_ms(self.seconds)} · {folded}; inputs blue, constants yellow, "
+                         "outputs green; <code>?</code> marks a dynamic dim")
 
     def graph_html(self, limits) -> str:
         """The top level and as many opened groups as ``limits.svg_chars`` has room for."""
@@ -118,7 +120,7 @@ class TraceView:
             if k == 0:
                 parts.append(picture_html(svg, dot, note, limits.svg_image))
                 continue
-            name = "every group opened" if group == -1 else self.model.nodes[group].module or \
+            name = "every group" if group == -1 else self.model.nodes[group].module or \
                 self.model.nodes[group].label.splitlines()[0]
             body = picture_html(svg, dot, note, limits.svg_image)
             opened = " open" if len(parts) == 1 else ""  # the first module opened shows, the others on a click
