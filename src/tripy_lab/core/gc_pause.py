@@ -31,9 +31,9 @@ def _promote():
     """Move every tracked object to the oldest generation, unscanned (two list splices).
 
     The stage made most of the young objects and keeps them (a trace, a program, an executable): the first
-    young collection after the pause would walk all of them (10-16 us an op of a 1k-10k-op trace+lower, a fifth of it) only
-    to promote them. Its cyclic garbage is found by the next full collection, as any old object's is. Where the
-    interpreter has no freeze (PyPy), the young collection runs as before."""
+    young collection after the pause would walk all of them (10-16 us an op of a 1k-10k-op trace+lower, a fifth
+    of it) only to promote them. Its cyclic garbage is found by the next full collection, as any old object's
+    is. Where the interpreter has no freeze (PyPy), the young collection runs as before."""
     freeze, unfreeze = getattr(gc, "freeze", None), getattr(gc, "unfreeze", None)
     if freeze is None or unfreeze is None or gc.get_freeze_count():
         return  # someone else's frozen objects stay frozen: unfreezing them here would undo their freeze
