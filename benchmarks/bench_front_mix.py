@@ -124,6 +124,8 @@ def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
     r["trace_lower_s"], r["jax_lower_s"] = t_ours, t_jax
     r["trace_lower_vs_jax_lower"] = t_ours / t_jax
     r["trace_lower_us_per_op"] = t_ours / r["trace_ops"] * 1e6
+    r["trace_lower_cpu_vs_jax_lower_cpu"] = r["trace_lower_cpu_s"] / r["jax_lower_cpu_s"]  # both single-threaded
+    r["trace_lower_cpu_us_per_op"] = r["trace_lower_cpu_s"] / r["trace_ops"] * 1e6
 
     if r["trace_ops"] <= max_build_ops:
         builds, compiles = [], []
@@ -164,6 +166,11 @@ def main(argv=None):
     sizes = out["sizes"]
     per_op = [s["trace_lower_us_per_op"] for s in sizes]
     out["per_op_growth"] = per_op[-1] / per_op[0]
+    out["per_op_us"] = {s["trace_ops"]: {"trace_lower": round(s["trace_lower_us_per_op"], 1),
+                                         "trace_lower_cpu": round(s["trace_lower_cpu_us_per_op"], 1),
+                                         "jax_lower": round(s["jax_lower_s"] / s["trace_ops"] * 1e6, 1),
+                                         "xla_build": round(s.get("xla_build_us_per_op", float("nan")), 1)}
+                        for s in sizes}
     out["goals"] = {
         "trace_lower <= 0.5x jax lower (every size)": all(s["trace_lower_vs_jax_lower"] <= 0.5 for s in sizes),
         "xla build <= 1.2x jax compile (every built size)":
