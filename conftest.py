@@ -1,11 +1,11 @@
-"""Checks for the tutorials that nbval's lax mode leaves out (``--nbval-lax`` re-runs every cell but compares no
-outputs): a cell whose saved output shows something must show something when it runs again."""
+"""The whole run's rules (this file also sees the notebooks):
 
-import os
+- the tutorials' check that nbval's lax mode leaves out (``--nbval-lax`` re-runs every cell but compares no
+  outputs): a cell whose saved output shows something must show something when it runs again;
+- how pytest-xdist splits the run (``-n auto`` in pyproject.toml's addopts) and the order it runs in."""
 
 import pytest
 
-LOADGROUP = "TRIPY_TESTS_XDIST_LOADGROUP"
 pytest_plugins = ["pytester"]  # tests/test_tutorial_outputs.py runs this check on a small notebook
 
 
@@ -33,25 +33,39 @@ def pytest_runtest_call(item):
     return result
 
 
-def pytest_configure(config):
-    # pytest-xdist (-n 2): the groups set below (the browser tests on one worker with one JupyterLab, a notebook's
-    # cells on one kernel) hold only under --dist loadgroup. Workers read --dist from the command line, so the
-    # controller tells them through the environment they inherit.
-    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") in ("no", "load"):
-        config.option.dist = "loadgroup"
-        os.environ[LOADGROUP] = "1"
-    if hasattr(config, "workerinput") and os.environ.get(LOADGROUP) == "1":
-        config.option.loadgroup = True
+def work_unit(nodeid: str) -> str:
+    """What pytest-xdist keeps on one worker: all browser tests (one JupyterLab and one Chromium serve them, and no
+    asyncio test may run after Playwright in that process), a notebook's cells (they share one kernel); any other
+    test is a unit of its own."""
+    path = nodeid.split("::", 1)[0]
+    if "/e2e/" in path or path.endswith("_browser.py"):
+        return "browser"
+    return path if path.endswith(".ipynb") else nodeid
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker turns the groups into node ids
+@pytest.hookimpl(optionalhook=True)  # a run with -p no:xdist has no such hook
+def pytest_xdist_make_scheduler(config, log):
+    # xdist's own --dist loadgroup does not group under pytest 9 (it renames ``item._nodeid``, which pytest 9 no
+    # longer reads), so the units are cut here, from the node ids the controller sees.
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # the order pytest_collection_modifyitems gives
+    return ByWorkUnit(config, log)
+
+
 def pytest_collection_modifyitems(session, config, items):
-    # pytest-xdist (-n 2, loadgroup): the browser tests share one worker, so one JupyterLab serves them all and no
-    # asyncio test runs after them in that process (tests/conftest.py puts them last); a notebook's cells share one
-    # kernel, so one worker each.
+    # Order of the run, and of the units pytest-xdist hands out: the notebooks first (long units, started early keep
+    # the workers even), the browser tests last (Playwright's sync API leaves an asyncio loop running on the main
+    # thread, and tests that start their own loop fail after it).
     for item in items:
-        group = "browser" if "page" in getattr(item, "fixturenames", ()) else \
-            "notebook-" + item.path.stem if str(item.path).endswith(".ipynb") else None
-        if group is None:
-            continue
-        item.add_marker(pytest.mark.xdist_group(group))
+        if "page" in getattr(item, "fixturenames", ()) and work_unit(item.nodeid) != "browser":
+            # the rule reads paths only (the controller never collects): a browser test elsewhere is an error
+            raise pytest.UsageError(f"{item.nodeid} uses the browser: put it under tests/e2e/ or in a *_browser.py "
+                                    "file, so pytest-xdist runs it on the browser tests' worker")
+    rank = {"browser": 2}
+    items.sort(key=lambda item: rank.get(work_unit(item.nodeid), 0 if item.nodeid.split("::")[0].endswith(".ipynb")
+                                         else 1))

@@ -142,6 +142,7 @@ class FakeEngine:
         self.contexts = []
         self.output_shape = lambda ctx, name: next(iter(ctx.shapes.values()))
         self.compute = lambda ctx: None
+        self.device_memory_size_v2 = 512 * len(net.layers)  # a stand-in's number: the test reads it back
 
     def create_engine_inspector(self):
         info = _inspector_json(self.net)
@@ -512,6 +513,30 @@ def test_inspector_json_to_layer_records():
     assert noop.kind == "no-op (NoOp)" and noop.mlir_ops == (11,) and noop.source_lines == ("cell:8",)
     assert all(set(r.as_dict()) >= {"name", "kind", "source_ops", "source_lines", "output_shapes",
                                     "output_dtypes", "kernel", "mlir_ops"} for r in rows)
+
+
+def test_inspector_rows_carry_output_and_weight_bytes():
+    from tripy_lab.engine.memory import array_bytes
+
+    layers = {"Layers": [
+        {"Name": "matrix_multiply_2", "LayerType": "CaskGemmMatrixMultiply",
+         "Outputs": [{"Name": "y", "Dimensions": [4, 32], "Format/Datatype": "Row major linear FP16"}],
+         "Weights": {"Type": "Half", "Count": 16 * 32}, "Bias": {"Type": "Float", "Count": 32}},
+        {"Name": "element_wise_3", "LayerType": "PointWiseV2",
+         "Outputs": [{"Name": "z", "Dimensions": [-1, 32], "Format/Datatype": "Row major linear FP32"}]}]}
+    gemm, pw = LY.layer_records(layers, SAMPLE_INDEX)
+    assert gemm.output_bytes == array_bytes((4, 32), "float16") == 4 * 32 * 2
+    assert gemm.weight_bytes == 16 * 32 * 2 + 32 * 4
+    assert (pw.output_bytes, pw.weight_bytes) == (None, None)  # a dynamic dimension, no weights listed
+
+
+def test_memory_is_tensorrts_device_memory_size_and_the_plan(fake_env, tp):
+    prog = _exp_add_program(tp)
+    compiled = E.TensorRTEngine().build(prog, BuildOptions())
+    (use,) = compiled.memory()
+    scratch = compiled._engine.device_memory_size_v2
+    assert use.parts == {"activations and scratch": scratch, "engine plan (weights, kernels)": len(compiled.plan)}
+    assert use.total == scratch + len(compiled.plan) and "device_memory_size" in use.source
 
 
 def test_inspector_names_only_format():

@@ -167,7 +167,7 @@ def test_explain_prints_every_stage(tmp_path, capsys):
     assert "== Trace" in out and "matmul(x" in out and "model.py:5" in out
     assert "tensorrt.shape_profile<min = [1, 4], opt = [2, 4], max = [8, 4]>" in out
     assert "== Engine reference -O3" in out and "matrix_multiply" in out
-    assert out.rstrip().endswith("Executable(x: Tensor, w: Tensor) -> Tensor")
+    assert "mlp (model.py) compiled to Executable(x: Tensor, w: Tensor) -> Tensor" in out
 
 
 def test_explain_errors_point_at_the_users_line(tmp_path, capsys):
@@ -195,7 +195,7 @@ def test_report_and_explain_html_call_the_lab_writers(tmp_path, capsys, monkeypa
 
     calls = []
     monkeypatch.setattr(lab, "report_notebook", lambda nb, out: calls.append(("nb", nb, out)), raising=False)
-    monkeypatch.setattr(lab, "report", lambda exe, out: calls.append(("exe", exe, out)), raising=False)
+    monkeypatch.setattr(lab, "report", lambda exe, out, **kw: calls.append(("exe", exe, out)), raising=False)
     nb = tmp_path / "n.ipynb"
     nb.write_text("{}")
     assert cli.main(["report", str(nb), "-o", str(tmp_path / "r.html")]) == 0

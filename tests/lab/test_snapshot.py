@@ -233,7 +233,7 @@ def test_report_notebook_collects_and_resanitizes_snapshots(tmp_path, big):
 def test_report_notebook_errors(tmp_path):
     empty = tmp_path / "e.ipynb"
     empty.write_text(json.dumps(_nb([("print(1)", [])])))
-    with pytest.raises(TripyException, match="holds no tripy-lab snapshots"):
+    with pytest.raises(reports.NothingToReport, match="No %%tpcompile cell in e.ipynb: nothing to report"):
         tripy_lab.lab.report_notebook(empty, tmp_path / "e.html")
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{not json")

@@ -77,11 +77,12 @@ def test_layers_frame_columns():
     layer = LayerRecord("fusion_0", "loop fusion", ("%t1", "%t2"), ("cell:2",), ((None, 4),), ("float32",),
                         "fusion.1", (0, 1), "h.3.attn")
     df = views.layers_frame([layer])
-    columns = ["layer", "kind", "module", "source ops", "user lines", "shapes", "dtype", "kernel", "mlir ops"]
+    columns = ["layer", "kind", "module", "source ops", "user lines", "shapes", "dtype", "memory", "kernel",
+               "mlir ops"]
     assert list(df.columns) == columns
     assert df.iloc[0].to_dict() == {"layer": "fusion_0", "kind": "loop fusion", "module": "h.3.attn",
                                     "source ops": "%t1 %t2",
-                                    "user lines": "cell:2", "shapes": "[?, 4]", "dtype": "float32",
+                                    "user lines": "cell:2", "shapes": "[?, 4]", "dtype": "float32", "memory": "",
                                     "kernel": "fusion.1", "mlir ops": "0,1"}
 
 

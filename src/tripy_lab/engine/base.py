@@ -28,12 +28,16 @@ class LayerRecord:
     kernel: str = ""  # kernel, custom-call target or tactic
     mlir_ops: tuple[int, ...] = ()  # indices into program.main() ops, for the crosswalk
     module: str = ""  # the module path of its source ops ("h.3.attn"; see ``layer_module``), "" at top level
+    # memory (``engine.memory``), None where the engine does not know it: bytes the layer writes (its outputs at
+    # the shape measured) and bytes of the weights/constants it reads
+    output_bytes: int | None = None
+    weight_bytes: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "source_ops": list(self.source_ops),
                 "source_lines": list(self.source_lines), "output_shapes": [list(s) for s in self.output_shapes],
                 "output_dtypes": list(self.output_dtypes), "kernel": self.kernel, "mlir_ops": list(self.mlir_ops),
-                "module": self.module}
+                "module": self.module, "output_bytes": self.output_bytes, "weight_bytes": self.weight_bytes}
 
 
 def layer_module(modules: Sequence[str]) -> str:
@@ -86,6 +90,9 @@ class BuildReport:
     cache: dict[str, Any] = field(default_factory=dict)  # e.g. {"timing_cache": "none", "hits": 1}
     notes: list[str] = field(default_factory=list)
     extra_stages: dict[str, str] = field(default_factory=dict)  # e.g. {"stablehlo": "..."}
+    # The engine's own build span, its library already loaded (None: not measured). The pipeline's Built.seconds
+    # is the whole stage the user waited for; the difference is the engine's start-up (e.g. importing jax).
+    seconds: float | None = None
 
 
 @dataclass
@@ -136,6 +143,13 @@ class CompiledEngine(ABC):
 
     last_profile: EngineProfile | None = None  # set by the lab's timing runs; the Engine tab shows it
 
+    def memory(self, measure: bool = True) -> list:
+        """Device memory per built shape (``engine.memory.MemoryUse``, the opt shape first), and the layer table's
+        ``output_bytes``/``weight_bytes`` filled where the engine knows them. ``measure=False``: only what is known
+        without running anything (engines that measure by running return [] until something measured). Default:
+        [] (this engine does not report memory)."""
+        return []
+
     def warm(self, signature: dict[str, Any]) -> bool:
         """Compile ``signature`` ({argument: shape, or value for a DimensionInputInfo}) now, if this engine compiles
         per shape and has not yet; True when it compiled. Default: False, nothing to do (one build covers every
@@ -158,6 +172,28 @@ class CompiledEngine(ABC):
             self.synchronize()
             times.append(time.perf_counter() - start)
         return EngineProfile(times, {}, self.layers, "host wall time of run() + synchronize() (no device timer)")
+
+
+def opt_inputs(program, seed: int = 0) -> list:
+    """Random numpy arrays at the profile's opt shapes (DimensionInputInfo: its opt value), in argument order."""
+    import numpy as np
+
+    from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
+    from tripy_lab.mlir.attrs import NUMPY_DTYPES, elem_of, shape_of
+
+    rng = np.random.default_rng(seed)
+    out, args = [], list(program.main().body.block.args)
+    for name, arg in zip(list(program.arg_names) or [f"arg{i}" for i in range(len(args))], args):
+        info = program.input_infos.get(name)
+        if isinstance(info, DimensionInputInfo):
+            out.append(np.asarray(info.value_bounds.opt[0], np.int32))
+            continue
+        shape = tuple(info.shape_bounds.opt) if isinstance(info, InputInfo) else tuple(
+            d or 1 for d in shape_of(arg.type))
+        dt = NUMPY_DTYPES[elem_of(arg.type)]
+        out.append(rng.integers(0, 2, size=shape).astype(dt) if dt.kind in "iub" else
+                   rng.standard_normal(shape).astype(dt))
+    return out
 
 
 def cuda_device_count() -> int:

@@ -62,13 +62,14 @@ def Overlay(title: str, values: dict, unit: str = "", aggregate: str = "sum"):  
     return _Overlay(title, dict(values), unit, aggregate)
 
 
-def report(exe, path, name: str = "exe", force: bool = False):
-    """Write every stage of ``exe`` to one self-contained HTML file; returns its Path.
+def report(exe, path, name: str | None = None, force: bool = False, footer: str | None = None):
+    """Write every stage of ``exe`` to one self-contained HTML file; returns its Path. Its title names the program
+    (function or module, and its file); ``name`` (e.g. the variable) heads the section, ``footer`` ends it.
 
     An existing file at ``path`` is replaced only if it is an earlier report (or ``force``)."""
     from tripy_lab.lab.cli.reports import report as _report
 
-    return _report(exe, path, name, force=force)
+    return _report(exe, path, name, force=force, footer=footer)
 
 
 def tune(func_or_module, args, space, **options):

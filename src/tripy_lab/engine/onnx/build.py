@@ -48,6 +48,7 @@ from tripy_lab.engine.base import (
     Engine,
     EngineProfile,
     LayerRecord,
+    opt_inputs,
     with_modules,
 )
 
@@ -108,6 +109,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
         t2 = time.perf_counter()
         self._optimized = None
         self._layers: list[LayerRecord] | None = None
+        self._memory = None  # MemoryUse of the last profiled run (``memory``)
         main = program.main()
         self._elems = [elem_of(a.type) for a in main.body.block.args]
         # bf16/f8/f4/int4 inputs travel as f32/int8 (exact; with_carrier_types), outputs come back that way
@@ -271,9 +273,36 @@ class OnnxRuntimeCompiled(CompiledEngine):
         with open(path) as f:
             events = json.load(f)
         os.remove(path)
+        self._note_memory(events, args, feed)
         trace = trace_runs(events)
         trace.runs = trace.runs[warmup:]
         return trace, build_s
+
+    def memory(self, measure: bool = True) -> list:
+        """onnxruntime's own numbers (``onnx.memory``) from the last profiled run (a timing run's), or, with
+        ``measure``, from one profiled run at the opt shapes now."""
+        if self._memory is None and measure:
+            self._profiled_runs(None, 1)
+        return [self._memory] if self._memory is not None else []
+
+    def _note_memory(self, events: list[dict], args: Sequence[Any], feed: dict) -> None:
+        from tripy_lab.engine.base import call_point
+        from tripy_lab.engine.onnx.memory import initializer_bytes, memory_use, node_memory, with_memory
+
+        try:  # a by-product of a profiled run: never the reason a timing run fails
+            measured = node_memory(events)
+            if not measured["nodes"]:
+                return
+            infos = self.program.input_infos
+            values = {n: int(np.asarray(a)) if isinstance(infos.get(n), DimensionInputInfo) else np.shape(a)
+                      for n, a in zip(self._in_names, args)}
+            use = memory_use(measured, call_point(self.program, values), initializer_bytes(self.optimized_model),
+                             sum(np.asarray(v).nbytes for v in feed.values()))
+        except (KeyError, TypeError, ValueError) as exc:
+            self.report.notes.append(f"memory: onnxruntime's profile could not be read ({type(exc).__name__}: {exc})")
+            return
+        self._memory = use
+        self._layers = with_memory(self.layers, measured)
 
     def layer_times(self, args: Sequence[Any] | None = None, iters: int = 10) -> list[dict]:
         """Per-layer kernel times from onnxruntime's profiler, one dict per layer that ran.
@@ -350,23 +379,7 @@ class OnnxRuntimeCompiled(CompiledEngine):
 
     def opt_inputs(self, seed: int = 0) -> list[np.ndarray]:
         """Random arrays at the profile's opt shapes (DimensionInputInfo: its opt value), in argument order."""
-        from tripy_lab.mlir.attrs import NUMPY_DTYPES, shape_of
-
-        rng = np.random.default_rng(seed)
-        out = []
-        for name, arg, elem in zip(self._in_names, self.program.main().body.block.args, self._elems):
-            info = self.program.input_infos.get(name)
-            if isinstance(info, DimensionInputInfo):
-                out.append(np.asarray(info.value_bounds.opt[0], np.int32))
-                continue
-            shape = tuple(info.shape_bounds.opt) if isinstance(info, InputInfo) else tuple(
-                d or 1 for d in shape_of(arg.type))
-            dt = NUMPY_DTYPES[elem]
-            if dt.kind in "iub":
-                out.append(rng.integers(0, 2, size=shape).astype(dt))
-            else:
-                out.append(rng.standard_normal(shape).astype(dt))
-        return out
+        return opt_inputs(self.program, seed)
 
 
 class OnnxRuntimeEngine(Engine):

@@ -9,6 +9,7 @@ import numpy as np
 
 from tripy_lab.core import dtypes
 from tripy_lab.core.arrays import to_host
+from tripy_lab.core.bounds import DimensionInputInfo
 from tripy_lab.core.errors import TripyException
 from tripy_lab.engine import base
 from tripy_lab.engine.base import BuildOptions, BuildReport, CompiledEngine, Engine, EngineProfile, LayerRecord
@@ -21,6 +22,7 @@ class ReferenceCompiled(CompiledEngine):
         self.report = report
         self._ops = program.ops()
         self._layers = base.with_modules([self._layer(i, op) for i, op in enumerate(self._ops)], program.origins)
+        self._memory: list = []
 
     def _layer(self, i: int, op) -> LayerRecord:
         origin = self.program.origin_of(op)
@@ -40,18 +42,49 @@ class ReferenceCompiled(CompiledEngine):
         # host arrays; GPU arrays are copied to the host (cupy / torch), so only where a CUDA device exists
         return frozenset({"cpu", "cuda"}) if base.cuda_device_count() else frozenset({"cpu"})
 
+    def memory(self, measure: bool = True) -> list:
+        """numpy's ``nbytes`` of every value one call makes (the oracle), from the last timing run or, with ``measure``,
+        one call at the opt shapes now. A constant op's value is a weight (``weight_bytes``), every other op's
+        results its ``output_bytes``; the interpreter keeps every value until the call returns, so the total is
+        its peak."""
+        if not self._memory and measure:
+            self._measure(base.opt_inputs(self.program))
+        return self._memory
+
+    def _measure(self, args: Sequence, op_times: list[float] | None = None) -> list[np.ndarray]:
+        from dataclasses import replace
+
+        from tripy_lab.engine.memory import MemoryUse
+
+        op_bytes = [0] * len(self._ops)
+        outs = self.run(args, op_times, op_bytes)
+        const = [op.name == "tensorrt.constant" for op in self._ops]
+        self._layers = [replace(ly, output_bytes=0 if c else n, weight_bytes=n if c else None)
+                        for ly, n, c in zip(self._layers, op_bytes, const)]
+        parts = {"weights (constants)": sum(n for n, c in zip(op_bytes, const) if c),
+                 "inputs": sum(to_host(a).nbytes for a in args),
+                 "op outputs": sum(n for n, c in zip(op_bytes, const) if not c)}
+        values = {name: int(np.asarray(to_host(a))) if isinstance(self.program.input_infos.get(name),
+                                                                    DimensionInputInfo) else np.shape(a)
+                  for name, a in zip(self.program.arg_names, args)}
+        self._memory = [MemoryUse(base.call_point(self.program, values), sum(parts.values()), parts,
+                                  "numpy's nbytes of every value the interpreter made in one call (it keeps them "
+                                  "all until the call returns)")]
+        return outs
+
     def profile(self, args: Sequence, calls: int = 10) -> EngineProfile:
         """Wall time of each call and of each MLIR op (one layer per op) in the interpreter."""
         per_op = [0.0] * len(self._ops)
         compute = []
-        for _ in range(calls):
+        for k in range(calls):
             start = time.perf_counter()
-            self.run(args, per_op)
+            (self._measure if k == 0 else self.run)(args, per_op)  # the first call also measures memory
             compute.append(time.perf_counter() - start)
         layer_s = {ly.name: t / calls for ly, t in zip(self._layers, per_op)}
         return EngineProfile(compute, layer_s, self._layers, "CPU: wall time of the interpreter, per MLIR op")
 
-    def run(self, args: Sequence, op_times: list[float] | None = None) -> list[np.ndarray]:
+    def run(self, args: Sequence, op_times: list[float] | None = None,
+            op_bytes: list[int] | None = None) -> list[np.ndarray]:
         main = self.program.main()
         env: dict = {}
         for arg, value in zip(main.body.block.args, args):
@@ -78,6 +111,8 @@ class ReferenceCompiled(CompiledEngine):
             outs = out if isinstance(out, list) else [out]
             for res, val in zip(op.results, outs):
                 env[res] = np.asarray(val)
+            if op_bytes is not None:
+                op_bytes[k] += sum(env[res].nbytes for res in op.results)
             if op_times is not None:
                 op_times[k] += clock() - t0
         ret = main.body.block.last_op

@@ -157,6 +157,22 @@ class TensorRTCompiled(CompiledEngine):
     def layers(self) -> list[LayerRecord]:
         return self._layers
 
+    def memory(self, measure: bool = True) -> list:
+        """TensorRT's own numbers: ``ICudaEngine.device_memory_size_v2`` (or ``device_memory_size``: the activations
+        and scratch an execution context needs, for any shape in the profile) and the plan's size (its weights and
+        kernels); per layer, the inspector's outputs and weights (``layers``)."""
+        from tripy_lab.engine.memory import MemoryUse
+
+        scratch = next((int(v) for v in (getattr(self._engine, n, None) for n in ("device_memory_size_v2",
+                                                                                 "device_memory_size"))
+                        if isinstance(v, int)), None)
+        if scratch is None:
+            return []
+        parts = {"activations and scratch": scratch, "engine plan (weights, kernels)": len(self.plan)}
+        return [MemoryUse("the whole profile (min..max)", sum(parts.values()), parts,
+                          "TensorRT's ICudaEngine.device_memory_size (an execution context's activations and scratch) "
+                          "and the serialized plan's size; per layer: the engine inspector's outputs and weights")]
+
     def _is_host_tensor(self, name: str) -> bool:
         location = getattr(self._engine, "get_tensor_location", None)
         if location is not None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tripy_lab.engine.base import LayerRecord
+from tripy_lab.engine.memory import array_bytes
 
 
 def layer_name(op_name: str, index: int, role: str | None = None) -> str:
@@ -135,8 +136,16 @@ def _dims(t: Mapping) -> tuple[int | None, ...]:
     return tuple(None if int(d) < 0 else int(d) for d in dims) if isinstance(dims, list) else ()
 
 
+def _weight_bytes(layer: Mapping) -> int | None:
+    """Bytes of a layer's ``Weights``/``Bias`` entries (``{"Type": "Float", "Count": 864}``, detailed verbosity)."""
+    found = [w for key in ("Weights", "Bias") if isinstance(w := layer.get(key), Mapping) and "Count" in w]
+    sizes = [array_bytes((int(w["Count"]),), parse_datatype(str(w.get("Type", "")))) for w in found]
+    return None if not found or None in sizes else sum(sizes)
+
+
 def layer_records(info: str | Mapping, index: ProgramIndex) -> list[LayerRecord]:
-    """Rows of the engine's layer table from the inspector's JSON (``{"Layers": [...], ...}``).
+    """Rows of the engine's layer table from the inspector's JSON (``{"Layers": [...], ...}``), with the bytes of
+    their outputs where every dimension is static and of their weights where the inspector lists them.
 
     With ``ProfilingVerbosity.LAYER_NAMES_ONLY`` the ``Layers`` list holds plain names; the rows then
     carry names and source ops only.
@@ -158,9 +167,11 @@ def layer_records(info: str | Mapping, index: ProgramIndex) -> list[LayerRecord]
         lines = tuple(dict.fromkeys(index.lines[loc] for loc in locs if index.lines.get(loc)))
         outputs = [o for o in layer.get("Outputs", []) if isinstance(o, Mapping)]
         tactic = layer.get("TacticName") or layer.get("TacticValue") or ""
+        sizes = [array_bytes(_dims(o), parse_datatype(str(o.get("Format/Datatype", "")))) for o in outputs]
         rows.append(LayerRecord(
             name=name, kind=layer_kind(str(layer.get("LayerType", "")), max(len(mlir_ops), len(locs))),
             source_ops=tuple(locs), source_lines=lines, output_shapes=tuple(_dims(o) for o in outputs),
             output_dtypes=tuple(parse_datatype(str(o.get("Format/Datatype", ""))) for o in outputs),
-            kernel=str(tactic), mlir_ops=tuple(mlir_ops)))
+            kernel=str(tactic), mlir_ops=tuple(mlir_ops),
+            output_bytes=None if not sizes or None in sizes else sum(sizes), weight_bytes=_weight_bytes(layer)))
     return rows

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from tripy_lab.engine.base import LayerRecord
+from tripy_lab.engine.memory import array_bytes
 
 _SCOPE_RE = re.compile(r"__op(\d+)(?![0-9])")
 _COMMENT_RE = re.compile(r"/\*.*?\*/")
@@ -236,14 +237,61 @@ def kernel_instructions(module: HloModule) -> list[HloInstr]:
     return out
 
 
+_WEIGHT_PARAM_RE = re.compile(r"^const_op\d+$")  # lifted constants (``signatures._lower`` names them)
+_PARAM_INDEX_RE = re.compile(r"^parameter\((\d+)\)")
+
+
+def weight_instructions(module: HloModule) -> list[HloInstr]:
+    """The ENTRY's weights: parameters that are lifted constants (``const_op<i>``) and embedded constants."""
+    return [i for i in module.computations.get(module.entry, [])
+            if (i.opcode == "parameter" and _WEIGHT_PARAM_RE.match(i.op_name)) or i.opcode == "constant"]
+
+
+class _WeightReads:
+    """Which weights (``weight_instructions``) an instruction reads, through bitcasts and into called bodies (a
+    command buffer's ``parameter(k)`` is its caller's operand k)."""
+
+    def __init__(self, module: HloModule):
+        self.weights = {(module.entry, i.name) for i in weight_instructions(module)}
+        self.instrs = {(c, i.name): i for c, instrs in module.computations.items() for i in instrs}
+        self.callers = {c: i for instrs in module.computations.values() for i in instrs
+                        if i.opcode in _WALK_INTO for c in i.called}
+
+    def source(self, comp: str, name: str, depth: int = 0) -> HloInstr | None:
+        ins = self.instrs.get((comp, name))
+        if ins is None or depth > 32:
+            return None
+        if (comp, name) in self.weights:
+            return ins
+        if ins.opcode == "bitcast" and ins.operands:
+            return self.source(comp, ins.operands[0], depth + 1)
+        m = _PARAM_INDEX_RE.match(ins.rest) if ins.opcode == "parameter" else None
+        caller = self.callers.get(comp)
+        if m and caller is not None and int(m.group(1)) < len(caller.operands):
+            return self.source(caller.computation, caller.operands[int(m.group(1))], depth + 1)
+        return None
+
+    def bytes_read(self, ins: HloInstr) -> int:
+        found = {id(w): w for o in ins.operands if (w := self.source(ins.computation, o)) is not None}
+        return sum(type_bytes(w.type_text) or 0 for w in found.values())
+
+
+def type_bytes(type_text: str) -> int | None:
+    """Bytes of an HLO type (a tuple's arrays summed); None when a size is unknown."""
+    sizes = [array_bytes(s, d) for s, d in zip(*parse_shapes(type_text))]
+    return None if None in sizes else sum(sizes)
+
+
 def layer_records(hlo_text: str, op_names: dict[int, str], lines: dict[str, str] | None = None) -> list[LayerRecord]:
-    """One row per kernel of the optimized HLO.
+    """One row per kernel of the optimized HLO, with the bytes it writes (its outputs, a GEMM's workspace left out)
+    and the bytes of the weights it reads (lifted constants and embedded constants, ``weight_instructions``).
 
     ``op_names``: MLIR op index -> trace op name (``"%t5"``); ``lines``: trace op name -> user line.
     """
     lines = lines or {}
     module = parse_hlo(hlo_text)
     users = _users(module)
+    reads = _WeightReads(module)
     rows = []
     for ins in kernel_instructions(module):
         kind, kernel = _kind(ins, module)
@@ -277,6 +325,9 @@ def layer_records(hlo_text: str, op_names: dict[int, str], lines: dict[str, str]
         shapes, dts = parse_shapes(ins.type_text)
         if ins.opcode == "custom-call" and len(shapes) > 1 and dts[-1] in ("int8", "uint8") and len(shapes[-1]) == 1:
             shapes, dts = shapes[:-1], dts[:-1]  # cuBLAS/cuDNN workspace
+        sizes = [array_bytes(s, d) for s, d in zip(shapes, dts)]
         rows.append(LayerRecord(name=ins.name, kind=kind, source_ops=tuple(names), source_lines=tuple(src_lines),
-                                output_shapes=shapes, output_dtypes=dts, kernel=kernel, mlir_ops=tuple(order)))
+                                output_shapes=shapes, output_dtypes=dts, kernel=kernel, mlir_ops=tuple(order),
+                                output_bytes=None if None in sizes else sum(sizes),
+                                weight_bytes=reads.bytes_read(ins)))
     return rows

@@ -22,6 +22,7 @@ from pathlib import Path
 
 QUICKSTART = "01-quickstart.ipynb"
 COMMANDS = ("lab", "doctor", "explain", "report")
+NOTHING_TO_REPORT = 3  # `tripy-lab report`'s exit status for a notebook without a %%tpcompile cell
 
 
 def find_notebooks(start: Path | None = None) -> Path | None:
@@ -184,33 +185,60 @@ def explain(target: str, spec: str, engine: str | None = None, level: int = 3, h
                                                           "location": loc.render() if loc else ""}}), file=out)
         print(errors.brief(exc), file=sys.stderr)
         return 1
+    if engine:  # the pipeline's reason speaks Python (engine=...); here it was a command-line option
+        built.report.reason = f"requested with --engine {engine}"
     if as_json:
         print(json.dumps(explain_json(target, traced, lowered, built), indent=1, default=_plain), file=out)
         return 0
     report = built.report
     sections = [
-        (f"Trace ({len(traced.trace.ops)} ops, {traced.seconds * 1e3:.1f} ms)", traced.as_text()),
-        (f"MLIR ({lowered.seconds * 1e3:.1f} ms)", lowered.as_text()),
-        (f"Engine {report.engine} -O{built.optimization_level} ({built.seconds * 1e3:.1f} ms): {report.reason}",
+        (f"Trace ({len(traced.trace.ops)} ops, traced in {traced.seconds * 1e3:.1f} ms)", traced.as_text()),
+        (f"MLIR (lowered in {lowered.seconds * 1e3:.1f} ms)", lowered.as_text()),
+        (f"Engine {report.engine} -O{built.optimization_level}, built in {built.time_text()}\n"
+         f"   why {report.engine}: {report.reason}",
          repr(views.layers_frame(built.layers))),  # the lab's table text (units, 3 significant digits)
     ]
     for title, body in sections:
         print(f"== {title}\n{body}\n", file=out)
-    print(f"{exe}", file=out)
+    from tripy_lab.lab.cli.reports import program_title
+
+    program = program_title(exe)
+    print(f"{program} compiled to {exe}", file=out)
     if html_out:
         from tripy_lab import lab
 
-        write = getattr(lab, "report", None)
-        if write is None:
-            print("tripy-lab explain: --html needs tripy_lab.lab.report, missing in this version", file=sys.stderr)
-            return 1
+        command = explain_command(target, spec, engine, level)
         try:
-            write(exe, html_out)
+            lab.report(exe, html_out, footer=f"Written by: {command} --html {shlex.quote(str(html_out))}. In "
+                                             "JupyterLab, %%tpcompile shows these stages live.")
         except TripyException as exc:  # an existing file that is not a report, a bad path, a full disk
             print(f"tripy-lab explain: {exc}", file=sys.stderr)
             return 1
         print(f"wrote {html_out}", file=out)
+    print(next_steps(target, spec, engine, level, program, html_out), file=out)
     return 0
+
+
+def explain_command(target: str, spec: str, engine: str | None, level: int) -> str:
+    """The ``tripy-lab explain`` command line for these options, to paste into a shell."""
+    words = ["tripy-lab", "explain", target, "--args", spec]
+    words += ["--engine", engine] if engine else []
+    words += ["-O", str(level)] if level != 3 else []
+    return shlex.join(words)
+
+
+def next_steps(target: str, spec: str, engine: str | None, level: int, program: str, html_out) -> str:
+    """What a terminal user can do next: the same stages as an HTML page (graph, tables) or as JSON."""
+    command = explain_command(target, spec, engine, level)
+    stem = target.rpartition(":")[2] or "report"
+    lines = ["", "Next:"]
+    if not html_out:
+        lines.append(f"  {command} --html {stem}.html\n      writes these stages, with the trace graph, "
+                     "as one HTML page for a browser")
+    lines.append(f"  {command} --json\n      prints them as one JSON object (stages, timings, layers)")
+    lines.append(f"  In JupyterLab (tripy-lab lab), a %%tpcompile cell shows {program.split(' ')[0]}'s stages live, "
+                 "with sliders for the shapes.")
+    return "\n".join(lines)
 
 
 def _plain(value):
@@ -232,6 +260,7 @@ def explain_json(target: str, traced, lowered, built) -> dict:
         "engine": report.engine,
         "optimization_level": built.optimization_level,
         "timings_ms": {"trace": traced.seconds * 1e3, "mlir": lowered.seconds * 1e3, "build": built.seconds * 1e3},
+        "build_time": built.time_text(),  # what the build time covers
         "stages": {
             "trace": {"ops": len(traced.trace.ops), "text": traced.as_text()},
             "mlir": {"text": lowered.as_text()},
@@ -260,12 +289,15 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
     from tripy_lab.core.errors import TripyException
 
     out = args.output or str(Path(args.notebook).with_suffix(".html"))
-    try:
-        from tripy_lab.lab.cli.reports import check_output
+    from tripy_lab.lab.cli.reports import NothingToReport, check_output
 
+    try:
         # never over the notebook itself (e.g. x.html with no -o), nor over a file that is not our report
         check_output(out, [args.notebook], force=args.force, parameter="-o")
         write(args.notebook, out, **({"force": True} if args.force else {}))
+    except NothingToReport as exc:  # a notebook without a compile: no file written, and a status that says so
+        print(f"tripy-lab report: {exc}", file=sys.stderr)
+        return NOTHING_TO_REPORT
     except TripyException as exc:  # e.g. a notebook saved without its outputs
         print(f"tripy-lab report: {exc}", file=sys.stderr)
         return 1
@@ -302,7 +334,11 @@ def make_parser() -> argparse.ArgumentParser:
     exp.add_argument("--json", action="store_true",
                      help="print one JSON object (stages, timings, layers) instead of text")
     exp.set_defaults(run=_explain)
-    rep = sub.add_parser("report", help="write NOTEBOOK.ipynb's compiles as one self-contained HTML file")
+    rep = sub.add_parser("report", help="write NOTEBOOK.ipynb's compiles as one self-contained HTML file",
+                         description="One HTML file with the stages of every %%tpcompile cell (and lab.show "
+                                     "output) saved in NOTEBOOK.ipynb. Exit status: 0 written, 1 an error (e.g. "
+                                     "outputs not saved: run the notebook first), 2 no such notebook, "
+                                     f"{NOTHING_TO_REPORT} nothing to report (no %%tpcompile cell).")
     rep.add_argument("notebook", metavar="NOTEBOOK.ipynb")
     rep.add_argument("-o", "--output", metavar="OUT.html", help="default: the notebook's name with .html")
     rep.add_argument("--force", action="store_true",

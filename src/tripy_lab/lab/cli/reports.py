@@ -22,6 +22,7 @@ from tripy_lab.lab.views import snapshot, tabs
 # A GPT-2-small report (2,750 trace ops, 3,000 MLIR lines and layers) stays < 1.5 MB (bench_lab_scale.py).
 REPORT = tabs.Limits(svg_chars=300_000, text_chars=200_000, mlir_lines=1_200, table_rows=800, log_events=200,
                      svg_image=True)
+EXE_PANES = ("trace", "mlir", "engine", "error")  # a compiled Executable has no runs or lab log to show
 _PAGE_STYLE = """body{font-family:system-ui,sans-serif;margin:16px 24px;color:#111827}
 h1{font-size:20px}h2{font-size:16px;margin:20px 0 4px 0;border-top:1px solid #e5e7eb;padding-top:10px}
 pre.tripy-source{background:#f9fafb;border:1px solid #e5e7eb;padding:6px;font-size:12px;overflow-x:auto}
@@ -81,12 +82,33 @@ def check_output(out, inputs=(), force: bool = False, parameter: str = "path") -
     return target
 
 
-def report(exe, path, name: str = "exe", force: bool = False) -> Path:
-    """Write every stage of ``exe`` (trace graph, MLIR, engine and layers) to one HTML file at ``path``."""
+def program_title(exe) -> str:
+    """What was compiled, as a reader names it: the function or tp.Module class and the file (or notebook cell)
+    most of its ops came from, e.g. ``mlp (model.py)`` or ``GPT (In [3])``."""
+    traced = exe.stages.get("traced")
+    if traced is None:  # a loaded Executable: only its signature is known
+        return str(exe)
+    files_seen: dict[str, int] = {}
+    for op in traced.trace.ops:
+        loc = op.location
+        if loc is not None:
+            where = loc.cell_name or os.path.basename(loc.file)
+            files_seen[where] = files_seen.get(where, 0) + 1
+    where = max(files_seen, key=files_seen.get) if files_seen else ""
+    return f"{traced.trace.name} ({where})" if where else traced.trace.name
+
+
+def report(exe, path, name: str | None = None, force: bool = False, footer: str | None = None) -> Path:
+    """Write every stage of ``exe`` (trace graph, MLIR, engine and layers) to one HTML file at ``path``; the title
+    names the program (``program_title``), ``name`` (the variable holding ``exe``) heads its section."""
     target = check_output(path, force=force)
-    html_text = snapshot.snapshot_html(f"{name} = {exe}", snapshot.executable_panes(exe), snapshot.status_of(exe),
-                                       limits=REPORT)
-    files.write_atomic(target, page(f"tripy-lab report: {name}", [(name, "", html_text)]), what="the report")
+    program = program_title(exe)
+    footer = footer or (f"Written by tripy_lab.lab.report from {program}. To change shapes or options live, compile "
+                        "it in JupyterLab with %%tpcompile.")
+    html_text = snapshot.snapshot_html(f"{name} = {exe}" if name else str(exe), snapshot.executable_panes(exe),
+                                       snapshot.status_of(exe), limits=REPORT, keys=EXE_PANES, footer=footer)
+    files.write_atomic(target, page(f"tripy-lab report: {program}", [(name or program, "", html_text)]),
+                       what="the report")
     return Path(path)
 
 
@@ -94,17 +116,51 @@ def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
 
 
-def notebook_snapshots(nb: dict) -> list[tuple[int, str, str]]:
-    """(cell index, cell source, snapshot HTML) for every output of a saved notebook that holds a snapshot."""
+def notebook_snapshots(nb: dict) -> list[tuple[int | None, str, str]]:
+    """(execution count or None, cell source, snapshot HTML) for every output of a saved notebook that holds a
+    snapshot."""
     found = []
-    for index, cell in enumerate(nb.get("cells", [])):
+    for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
         for output in cell.get("outputs", []):
             html_text = _text(output.get("data", {}).get("text/html", ""))
             if snapshot.MARKER in html_text:
-                found.append((index, _text(cell.get("source", "")), html_text))
+                found.append((cell.get("execution_count"), _text(cell.get("source", "")), html_text))
     return found
+
+
+def cell_heading(count) -> str:
+    """A cell as JupyterLab shows it: ``In [12]`` (its execution count, what the graph's lines say too)."""
+    return f"In [{count}]" if isinstance(count, int) else "In [ ] (not run)"
+
+
+class NothingToReport(TripyException):
+    """A notebook read fine but holds no compile to report (``tripy-lab report`` exits with status 3)."""
+
+
+def _why_empty(src: Path, nb: dict) -> TripyException:
+    """Why a notebook gave no snapshots: no %%tpcompile cell at all, or cells whose outputs were not saved."""
+    cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    compiles = [c for c in cells if _text(c.get("source", "")).lstrip().startswith("%%tpcompile")]
+    if not compiles:
+        return NothingToReport(
+            f"No %%tpcompile cell in {src.name}: nothing to report.",
+            [f"It has {len(cells)} code cell{'s' if len(cells) != 1 else ''}"
+             f"{', ' + str(sum(1 for c in cells if c.get('outputs'))) + ' with saved outputs' if cells else ''}, "
+             "and no output of tripy_lab.lab.show(exe).",
+             "A report collects the stages of %%tpcompile cells (and lab.show outputs); for one function, "
+             "tripy-lab explain FILE.py:FUNC --args SPEC --html OUT.html writes the same report."])
+    unsaved = [c for c in compiles if not c.get("outputs")]
+    if unsaved:
+        return TripyException(
+            f"The notebook '{src}' holds no tripy-lab snapshots: its {len(compiles)} %%tpcompile "
+            f"cell{'s have' if len(compiles) != 1 else ' has'} no saved outputs.",
+            ["Run the notebook and save it with its outputs (e.g. jupyter nbconvert --execute --to notebook "
+             "--inplace), then write the report again."])
+    return TripyException(
+        f"The notebook '{src}' holds no tripy-lab snapshots: its %%tpcompile cells' outputs carry none.",
+        ["They were saved by a tripy-lab without snapshots, or they failed: run them again and save the notebook."])
 
 
 def read_notebook(src: Path) -> dict:
@@ -161,11 +217,7 @@ def report_notebook(ipynb_path, out_path, force: bool = False) -> Path:
     nb = read_notebook(src)
     found = notebook_snapshots(nb)
     if not found:
-        raise TripyException(
-            f"The notebook '{src}' holds no tripy-lab snapshots.",
-            ["Expected outputs of %%tpcompile cells or tripy_lab.lab.show(exe), saved with their outputs: "
-             "run the notebook (e.g. jupyter nbconvert --execute --to notebook --inplace) and save it."],
-        )
-    sections = [(f"cell {index + 1}", source, fragment) for index, source, fragment in found]
+        raise _why_empty(src, nb)
+    sections = [(cell_heading(count), source, fragment) for count, source, fragment in found]
     files.write_atomic(target, page(f"tripy-lab report: {src.name}", sections), what="the report")
     return Path(out_path)

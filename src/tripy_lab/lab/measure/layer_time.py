@@ -17,13 +17,15 @@ import numpy as np
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.measure import timing
 
-COLUMNS = ["layer", "kind", "module", "time_ms", "share", "source_ops", "source_lines", "kernel", "mlir_ops"]
+COLUMNS = ["layer", "kind", "module", "time_ms", "share", "memory", "source_ops", "source_lines", "kernel",
+           "mlir_ops"]
 
 
 def profile(exe, shapes: str | dict = "opt", calls: int = 20, warmup: int = 3):
     """Time ``exe`` at ``shapes`` and return its layer table with a time per layer -> DataFrame.
 
-    Columns: layer, kind, module, time_ms (median per call), share (of the median compute time), source_ops,
+    Columns: layer, kind, module, time_ms (median per call), share (of the median compute time), memory (a
+    layer's outputs + the weights it reads, where the engine knows them), source_ops,
     source_lines, kernel, mlir_ops; ``df.attrs`` holds ``compute_ms``, ``layers_ms`` (the layer times
     summed), ``method`` (how the engine measured) and ``shape``.
     """
@@ -39,6 +41,7 @@ def profile(exe, shapes: str | dict = "opt", calls: int = 20, warmup: int = 3):
 
 
 def layer_times_frame(prof):
+    from tripy_lab.engine.memory import fmt_bytes, layer_bytes
     from tripy_lab.lab.tables import LayerTimes  # a DataFrame with .to_trace(path); pandas loads here
 
     compute = float(np.median(prof.compute_s)) if prof.compute_s else float("nan")
@@ -46,7 +49,7 @@ def layer_times_frame(prof):
     for ly in prof.layers:
         t = prof.layer_s.get(ly.name, 0.0)
         rows.append({"layer": ly.name, "kind": ly.kind, "module": ly.module, "time_ms": t * 1e3,
-                     "share": t / compute if compute > 0 else float("nan"),
+                     "share": t / compute if compute > 0 else float("nan"), "memory": fmt_bytes(layer_bytes(ly)),
                      "source_ops": " ".join(ly.source_ops), "source_lines": " ".join(ly.source_lines),
                      "kernel": ly.kernel, "mlir_ops": ",".join(map(str, ly.mlir_ops))})
     df = LayerTimes(rows, columns=COLUMNS)

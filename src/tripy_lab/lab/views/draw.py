@@ -215,6 +215,7 @@ def _shape(s) -> str:
 
 def layers_frame(layers):
     """The engine's layer table: one row per LayerRecord (a LabFrame: shown in the lab's table style)."""
+    from tripy_lab.engine.memory import fmt_bytes, layer_bytes
     from tripy_lab.lab.tables import LabFrame
 
     rows = [
@@ -228,10 +229,12 @@ def layers_frame(layers):
             "dtype": ",".join(ly.output_dtypes),
             "kernel": ly.kernel,
             "mlir ops": ",".join(str(i) for i in ly.mlir_ops),
+            "memory": fmt_bytes(layer_bytes(ly)),  # outputs + weights read (engine.memory), "" when unknown
         }
         for ly in layers
     ]
-    columns = ["layer", "kind", "module", "source ops", "user lines", "shapes", "dtype", "kernel", "mlir ops"]
+    columns = ["layer", "kind", "module", "source ops", "user lines", "shapes", "dtype", "memory", "kernel",
+               "mlir ops"]
     return LabFrame(rows, columns=columns)
 
 

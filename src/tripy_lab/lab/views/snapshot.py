@@ -30,6 +30,7 @@ OPTIONAL = ("tune",)  # shown only when there is something (a cell that never tu
 # re-creates the whole widget view on each update (focus and an ongoing drag are lost), so it must not
 # happen while the user is working with it.
 UPDATE_DELAY_SECONDS = 2.0
+NOTEBOOK_FOOTER = "Static snapshot of the lab: run the cell for the live widgets."
 
 _STATUS_COLORS = {"info": "#1d4ed8", "busy": "#b45309", "error": "#b91c1c", "ok": "#15803d", "stale": "#6b7280"}
 
@@ -45,8 +46,10 @@ def _opened(key: str, view) -> bool:
 
 
 def snapshot_html(title: str, panes: dict, status: tuple[str, str] | None = None,
-                  limits: tabs.Limits = tabs.SNAPSHOT, keys: tuple[str, ...] | None = None) -> str:
-    """The sanitized static HTML of ``panes`` (key -> tabs view; a missing stage shows as not available)."""
+                  limits: tabs.Limits = tabs.SNAPSHOT, keys: tuple[str, ...] | None = None,
+                  footer: str = NOTEBOOK_FOOTER) -> str:
+    """The sanitized static HTML of ``panes`` (key -> tabs view; a missing stage shows as not available);
+    ``footer`` says what the reader can do next (a report written from a terminal has no cell to run)."""
     parts = [f'<div class="{CLASS}" {MARKER} style="font-size:13px;max-width:100%;overflow-x:auto">',
              f'<div style="margin:2px 0 4px 0"><b>{esc(title)}</b>']
     if status is not None:
@@ -66,8 +69,7 @@ def snapshot_html(title: str, panes: dict, status: tuple[str, str] | None = None
             f'padding-left:6px"><summary style="cursor:pointer;font-weight:bold">{esc(name)}</summary>'
             f'<div class="tripy-snapshot-pane" style="padding:2px 0 6px 0;overflow-x:auto">{body}</div></details>'
         )
-    parts.append('<div style="font-size:11px;color:#6b7280">static snapshot of the lab'
-                 " (run the cell for the live widgets)</div></div>")
+    parts.append(f'<div class="tripy-snapshot-footer" style="font-size:11px;color:#6b7280">{esc(footer)}</div></div>')
     return sanitize("".join(parts))
 
 
@@ -83,7 +85,7 @@ def executable_panes(exe, run: tabs.RunView | None = None) -> dict:
 def status_of(exe) -> tuple[str, str]:
     built = exe.stages.get("built")
     engine = built.report.engine if built is not None else getattr(exe, "engine", "?")
-    return f"{exe} · {engine}", "ok"
+    return f"built with the {engine} engine", "ok"  # the title already names the Executable
 
 
 class SnapshotDisplay:

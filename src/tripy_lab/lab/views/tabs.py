@@ -8,8 +8,11 @@ with a note). So a pane exists once. Views are plain data built from stage objec
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
+from tripy_lab.engine.base import CompiledEngine
+from tripy_lab.engine.memory import fmt_bytes
 from tripy_lab.lab.html import esc
 from tripy_lab.lab.views import crosswalk
 from tripy_lab.lab.views import draw as views
@@ -101,6 +104,14 @@ def tilde(text) -> str:
     return text.replace(home + os.sep, "~" + os.sep) if home not in ("", os.sep, "~") else text
 
 
+_SECONDS = re.compile(r"(?<![\w.])(\d+\.\d+) ?s\b")
+
+
+def in_ms(text) -> str:
+    """Durations engines write in seconds (``compile 0.336s``) in the lab's one unit for times, ms."""
+    return _SECONDS.sub(lambda m: f"{float(m.group(1)) * 1e3:.1f} ms", str(text))
+
+
 def cache_line(cache: dict) -> str:
     """An engine's cache internals as one line: where it lives (``~/...``), then its counts."""
     places, counts = [], []
@@ -116,6 +127,28 @@ def cache_line(cache: dict) -> str:
     return " · ".join([*dict.fromkeys(places), ", ".join(counts)] if counts else dict.fromkeys(places))
 
 
+def memory_lines(built) -> tuple[list[str], str]:
+    """The Engine tab's memory lines (the layer table's shape with its breakdown, the other built shapes' totals) and
+    where the numbers come from. Nothing is run for them: an engine that measures by running shows what a
+    ``built.memory()`` or a timing run measured, or says how to measure."""
+    method = getattr(type(built.compiled), "memory", None)
+    if method is None or method is CompiledEngine.memory:  # an engine that does not report memory
+        return [], ""
+    try:
+        uses = built.compiled.memory(measure=False)
+    except Exception as exc:  # a view never fails on a number it could not get
+        return [f"memory: not available ({type(exc).__name__}: {str(exc)[:120]})"], ""
+    if not uses:
+        return ["memory: not measured yet (built.memory() or a timing run measures it at the opt shapes)"], ""
+    first, rest = uses[0], uses[1:]
+    lines = ["memory at " + first.line()]
+    if rest:
+        lines.append("other built shapes: " + " · ".join(f"{u.shape} {fmt_bytes(u.total)}" for u in rest))
+    about = "; ".join([f"from {first.source}", "the memory column: a layer's outputs + the weights it reads",
+                       *first.notes])
+    return lines, about
+
+
 @dataclass
 class EngineView:
     engine: str
@@ -126,12 +159,14 @@ class EngineView:
     commands: list[tuple[str, str]] = field(default_factory=list)  # trtexec / polygraphy lines (issue 11)
     timing_note: str = ""  # after a timing run: compute per call, layer sum, how it was measured
     source_heat: str = ""  # the user's source lines shaded by their share of engine time (HTML)
+    memory: list[str] = field(default_factory=list)  # the total line(s) above the layer table (``memory_lines``)
+    memory_about: str = ""  # where those numbers come from (folded under the lines)
 
     @classmethod
     def of(cls, built) -> EngineView:
         r = built.report
         info = [("engine", r.engine), ("why", r.reason), ("device", r.device),
-                ("optimization level", built.optimization_level), ("build time", _ms(built.seconds)),
+                ("optimization level", built.optimization_level), ("build time", built.time_text()),
                 ("profile", profile_text(built)), ("layers", len(built.layers))]
         if r.cache:
             info.append(("cache", cache_line(r.cache)))
@@ -141,7 +176,10 @@ class EngineView:
         from tripy_lab.lab.views.accuracy_views import with_precision
 
         layers = with_precision(views.layers_frame(built.layers), built.layers, built.lowered.program)
-        view = cls(r.engine, info, [tilde(n) for n in r.notes], layers, dict(r.extra_stages), export_commands(built))
+        notes = [in_ms(tilde(n)) for n in r.notes]
+        memory, about = memory_lines(built)
+        view = cls(r.engine, info, notes, layers, dict(r.extra_stages), export_commands(built),
+                   memory=memory, memory_about=about)
         prof = getattr(built.compiled, "last_profile", None)
         if prof is not None:  # after a timing run: the layers that ran, with their time, and the shaded source
             from tripy_lab.lab.measure import layer_time
@@ -175,6 +213,11 @@ class EngineView:
                 + (f"<ul style='font-size:12px'>{notes}</ul>" if notes else "")
                 + (f"<div class='tripy-layer-time' style='font-size:12px;margin-top:4px'>{esc(self.timing_note)}</div>"
                    if self.timing_note else "")
+                + (f"<div class='tripy-memory' style='font-size:12px;margin-top:4px'>{esc(self.memory[0])}"
+                   + "".join(f"<div style='color:#6b7280'>{esc(m)}</div>" for m in self.memory[1:])
+                   + (f"<details style='color:#6b7280'><summary>where these numbers come from</summary>"
+                      f"{esc(self.memory_about)}</details>" if self.memory_about else "") + "</div>"
+                   if self.memory else "")
                 + f'<div class="tripy-layers">{views.frame_html(df)}</div>' + tail + self.source_heat + extra
                 + "</div>")
 
