@@ -250,6 +250,9 @@ def test_explain_json_gives_stages_timings_and_layers(tmp_path, capsys):
     assert "tensorrt.shape_profile<min = [1, 4], opt = [2, 4], max = [8, 4]>" in data["stages"]["mlir"]["text"]
     assert len(data["layers"]) == data["stages"]["engine"]["layers"] > 0
     assert any("matrix_multiply" in json.dumps(row) for row in data["layers"])
+    (memory,) = data["memory"]  # the reference engine's one call at the opt shapes: numpy's nbytes
+    assert memory["shape"].startswith("opt") and memory["parts"]["inputs"] == (2 * 4 + 4 * 3) * 4
+    assert memory["total"] == sum(memory["parts"].values()) >= memory["parts"]["inputs"] + 2 * 3 * 4
 
 
 def test_explain_json_reports_errors_as_json(tmp_path, capsys):

@@ -156,6 +156,14 @@ class CompiledEngine(ABC):
         shape in the profile). Raises TripyException for a signature outside the profile or one that fails."""
         return False
 
+    def built_points(self) -> list[dict[str, Any]]:
+        """The signatures compiled so far, as ``warm`` takes them (engines that compile per shape; default none)."""
+        return []
+
+    # True where compiling a new signature makes the next call of every earlier one pay a one-time cost again
+    # (the xla engine on GPUs); a warm-up then calls each built signature once more at its end.
+    evicts_on_build: bool = False
+
     def to_device(self, array: Any) -> Any:
         """A data argument as this engine's resident input (GPU engines upload it once), for timing."""
         return array

@@ -288,15 +288,17 @@ class Executable:
         values = self._bind(args, kwargs)
         return [self._checked_arg(spec, value) for spec, value in zip(self._specs, values)]
 
-    def warm(self, shapes="ladder", *, background: bool = True, limit: int = 32):
+    def warm(self, shapes="ladder", *, background: bool = True, limit: int = 32, on_done=None):
         """Compile, ahead of their first call, shapes inside the profile that calls will meet: ``"ladder"`` (each
         dynamic dim at min, the powers of two between, opt and max, the others at opt; then all of them together)
-        or a list of ``{argument: shape}`` dicts. Runs on a low-priority background thread (``background=False``:
-        here, now) and returns a ``WarmUp`` (``.wait()``, ``.cancel()``, ``.built``, ``.skipped``). Engines that
-        build every shape at once (onnxruntime, reference) have nothing to do."""
+        or a list of ``{argument: shape}`` dicts, then call each once through this Executable with numpy and with
+        device arrays, so a first call there runs as the steady ones do. Runs on a low-priority background thread
+        (``background=False``: here, now) and returns a ``WarmUp`` (``.wait()``, ``.cancel()``, ``.built``,
+        ``.skipped``); ``on_done(warm_up)`` is called on its thread at the end. Engines that build every shape at
+        once (onnxruntime, reference) have nothing to do."""
         from tripy_lab.executable.warm import warm
 
-        return warm(self, shapes, background=background, limit=limit)
+        return warm(self, shapes, background=background, limit=limit, on_done=on_done)
 
     def export_onnx(self, path: str) -> str:
         """Write the program as an ONNX model (one graph for the whole profile, checked by onnx.checker).

@@ -6,6 +6,12 @@ compiles a list of shapes â€” by default a ladder over each dynamic dimension â€
 OS priority, one at a time, so a slider move or sweep point inside the profile finds its shape built. Each
 compile also lands in the persistent cache, so the next session starts warm too. ``cancel()`` stops after the
 compile under way (XLA cannot abandon one half-way) and joins the thread.
+
+A compiled shape is not yet a fast first call: the Executable checks a new argument signature once, the engine
+makes its caller, jax its C++ call path per argument kind (numpy or device array), and on GPUs XLA records the
+executable's CUDA graph on its first run and drops every recorded graph whenever it makes a new executable. So
+each warmed shape is then called through the Executable with numpy and device zeros, and on GPUs every built
+shape once more after the last compile: the user's first call there then costs what the steady ones do.
 """
 
 from __future__ import annotations
@@ -14,8 +20,12 @@ import os
 import threading
 from collections.abc import Sequence
 
+import numpy as np
+
+from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo
 from tripy_lab.core.errors import TripyException, raise_error
+from tripy_lab.frontend.tensor import Tensor
 
 DEFAULT_LIMIT = 32  # a ladder over several dims grows fast; past this, the user names the shapes
 
@@ -98,19 +108,82 @@ def ladder(infos: dict[str, InputInfo | DimensionInputInfo], limit: int = DEFAUL
     return out[:limit]
 
 
+def neighbours(infos: dict[str, InputInfo | DimensionInputInfo]) -> list[dict]:
+    """The ladder's rungs next to opt: each dynamic axis one rung down and one up, the others at opt (where a
+    slider or the next edit lands first; the lab warms these after each build, ``Session``)."""
+    axes = _axes(infos)
+    points = [_at(infos, {}), _at(infos, _corner(axes, 0)), _at(infos, _corner(axes, 2))]  # built at compile time
+    out = []
+    for where, bounds in axes:
+        rungs = _rungs(*bounds)
+        i = rungs.index(bounds[1])
+        for size in rungs[max(i - 1, 0):i] + rungs[i + 1:i + 2]:
+            sig = _at(infos, {w: size for w in where})
+            if sig not in points and sig not in out:
+                out.append(sig)
+    return out
+
+
 def _corner(axes, which: int) -> dict:
     return {w: bounds[which] for where, bounds in axes for w in where}
 
 
-class WarmUp:
-    """A warm-up under way: ``built`` / ``skipped`` fill in as it goes; ``wait()``, ``cancel()``, ``done``."""
+def _zeros(exe, signature: dict, resident: bool) -> list:
+    """Arguments at ``signature`` in argument order: zeros as numpy arrays, or as the engine's resident arrays
+    (jax arrays for xla) when ``resident``; a DimensionInputInfo's value as the plain int a caller passes."""
+    engine, args = exe._compiled, []
+    for name in exe._arg_names:
+        info = exe.input_infos[name]
+        if isinstance(info, DimensionInputInfo):
+            args.append(int(signature[name]))
+            continue
+        array = np.zeros(signature[name], dtypes.to_numpy(info.dtype))
+        args.append(engine.to_device(array) if resident else array)
+    return args
 
-    def __init__(self, compiled, signatures: list[dict], background: bool):
+
+def _call_as_user(exe, args: list) -> bool:
+    """One call through the Executable's public path, as a user's call with arguments of these types: it checks
+    them, remembers the signature (``Executable._fast``), and the engine makes its caller and jax its C++ call
+    path for them; waits for the result. The engine's last outputs (what ``synchronize`` waits on) are put back
+    when they are still this call's, so a user's ``exe.synchronize()`` meanwhile waits on their own call."""
+    engine = exe._compiled
+    before = getattr(engine, "_last", None)
+    try:
+        # containers of inputs (not flat): the engine's own call, on the leaves (dims as their 0-d int32 arrays)
+        out = exe(*args) if exe._flat else engine.run([np.asarray(a, np.int32) if type(a) is int else a
+                                                       for a in args])
+    except Exception:  # zeros the program refuses at run time: built all the same, the first call loads it
+        return False
+    first = (out[0] if isinstance(out, (tuple, list)) else out)
+    array = vars(first).get("_array") if isinstance(first, Tensor) else first  # an output Tensor's array
+    ready = getattr(array, "block_until_ready", None)
+    if ready is not None:
+        ready()
+    last = getattr(engine, "_last", None)
+    if last is not None and last is not before and len(last) and last[0] is array:
+        engine._last = before
+    return True
+
+
+class WarmUp:
+    """A warm-up under way: ``built`` / ``skipped`` fill in as it goes; ``wait()``, ``cancel()``, ``done``.
+
+    For each signature: the engine compiles it (``CompiledEngine.warm``), then it is called once through the
+    Executable with numpy zeros and once with the engine's resident arrays (jax arrays), so the first real call
+    at that shape, with either kind of argument, finds every per-shape cache filled (``called``). Where a later
+    compile undoes part of that (``evicts_on_build``: XLA's CUDA graphs on GPUs), every built signature is
+    called once more at the end (``replayed``)."""
+
+    def __init__(self, exe, signatures: list[dict], background: bool, on_done=None):
         self.signatures = signatures
         self.built: list[dict] = []  # compiled now
         self.already: list[dict] = []  # built before (at compile time, a first call, an earlier warm-up)
         self.skipped: list[tuple[dict, str]] = []  # could not be built here, with why (it fails on first use too)
-        self._compiled = compiled
+        self.called: list[dict] = []  # called through the Executable after their compile (numpy and resident)
+        self.replayed: list[dict] = []  # every built signature, called again after the last compile (GPU)
+        self._exe = exe
+        self._on_done = on_done  # called with this WarmUp on its thread when it ends (cancelled or not)
         self._stop = threading.Event()
         self._thread = None
         if background:
@@ -125,13 +198,38 @@ class WarmUp:
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
             except OSError:
                 pass
+        try:
+            self._warm()
+        finally:
+            if self._on_done is not None:
+                self._on_done(self)
+
+    def _warm(self) -> None:
+        exe = self._exe
+        engine = exe._compiled
+        kinds = (False, True) if engine.built_points() else ()  # engines without per-shape builds: no calls
+        compiled_any = False
         for sig in self.signatures:
             if self._stop.is_set():
                 return
             try:
-                (self.built if self._compiled.warm(sig) else self.already).append(sig)
+                compiled = engine.warm(sig)
             except TripyException as exc:
                 self.skipped.append((sig, exc.summary))
+                continue
+            compiled_any |= compiled
+            (self.built if compiled else self.already).append(sig)
+            if self._stop.is_set():  # cancelled during that compile: it stays built, nothing more runs
+                return
+            ran = [_call_as_user(exe, _zeros(exe, _at(exe.input_infos, {}) | sig, resident)) for resident in kinds]
+            if ran and all(ran):
+                self.called.append(sig)
+        if compiled_any and engine.evicts_on_build:
+            for sig in engine.built_points():
+                if self._stop.is_set():
+                    return
+                if _call_as_user(exe, _zeros(exe, sig, True)):
+                    self.replayed.append(sig)
 
     @property
     def done(self) -> bool:
@@ -147,10 +245,12 @@ class WarmUp:
             self._thread.join(timeout)
         return self.done
 
-    def cancel(self) -> None:
-        """Build nothing more; returns once the compile under way (if any) has finished and the thread is gone."""
+    def cancel(self, wait: bool = True) -> None:
+        """Build nothing more; returns once the compile under way (if any) has finished and the thread is gone
+        (``wait=False``: at once; the thread ends after that compile, e.g. the lab's next build does not wait)."""
         self._stop.set()
-        self.wait()
+        if wait:
+            self.wait()
 
     def __repr__(self) -> str:
         state = "cancelled" if self.cancelled and self.done else "done" if self.done else "running"
@@ -159,7 +259,7 @@ class WarmUp:
                 f"{len(self.already)} already built, {len(self.skipped)} skipped)")
 
 
-def warm(exe, shapes="ladder", *, background: bool = True, limit: int = DEFAULT_LIMIT) -> WarmUp:
+def warm(exe, shapes="ladder", *, background: bool = True, limit: int = DEFAULT_LIMIT, on_done=None) -> WarmUp:
     if isinstance(shapes, str):
         if shapes != "ladder":
             raise_error("Invalid value for parameter: 'shapes' of Executable.warm.",
@@ -170,4 +270,4 @@ def warm(exe, shapes="ladder", *, background: bool = True, limit: int = DEFAULT_
     else:
         raise_error("Invalid value for parameter: 'shapes' of Executable.warm.",
                     [f"Expected \"ladder\" or a list of {{argument: shape}} dicts, but got: {shapes!r}."])
-    return WarmUp(exe._compiled, signatures, background)
+    return WarmUp(exe, signatures, background, on_done)

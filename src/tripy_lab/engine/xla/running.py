@@ -203,26 +203,31 @@ class Running:
         return list(out)
 
     def warm(self, signature: dict) -> bool:
-        """Compile ``signature`` ({arg: shape or value}) unless it is built; True when this call compiled it."""
+        """Compile ``signature`` ({arg: shape or value}) unless it is built; True when this call compiled it. The
+        Executable's warm-up then calls it (``executable.warm``): that first run is where the device loads its
+        kernels and jax makes its call path, for the argument types a user passes."""
         shapes, dims = self._point_signature("opt", signature)
         self._validate_signature(shapes, dims)
         with self._build_lock:
             if self._sig(shapes, dims) in self._execs:
                 return False
             with build_errors("xla", self.program, call_point(self.program, signature)):
-                self._build(shapes, dims, "warm-up")
-        # one call on zeros, resident like a caller's arrays: the device loads the executable's kernels and jax
-        # makes its call path on the first run (milliseconds to tens of them on a GPU)
-        args: list = [None] * len(self._block_args)
-        for i, shape in zip(self._data_pos, shapes):
-            args[i] = self.to_device(np.zeros(shape, self._arg_dtypes[i]))
-        for i, value in zip(self._dim_pos, dims):
-            args[i] = np.asarray(value, np.int32)
-        try:
-            self._jax.block_until_ready(self.run(args))
-        except Exception:  # zeros the program refuses at run time: built all the same, the first call loads it
-            pass
+                built = self._build(shapes, dims, "warm-up")
+        self.report.cache.setdefault("shapes_warmed", []).append(built.label)  # the Engine tab lists them
         return True
+
+    def built_points(self) -> list[dict]:
+        """Every signature built so far as ``{arg: shape or value}`` (the profile's points, first uses, warm-ups)."""
+        names = self._arg_names
+        return [{**{names[i]: s for i, s in zip(self._data_pos, shapes)},
+                 **{names[i]: d for i, d in zip(self._dim_pos, dims)}} for shapes, dims in list(self._execs)]
+
+    @property
+    def evicts_on_build(self) -> bool:
+        """On GPUs, XLA drops the recorded command buffers (CUDA graphs) of every executable whenever it makes a
+        new one (``CommandBufferThunk``'s eviction): the next call of each then records its graph again,
+        milliseconds on a GPT. So a warm-up calls every built signature once more after its last compile."""
+        return self.device.platform != "cpu"
 
     def synchronize(self) -> None:
         if self._last is not None:

@@ -269,7 +269,17 @@ def explain_json(target: str, traced, lowered, built) -> dict:
                        "layers": len(built.layers)},
         },
         "layers": [{str(k): v for k, v in row.items()} for row in layers.to_dict("records")],
+        "memory": _memory(built),
     }
+
+
+def _memory(built) -> list[dict]:
+    """Device memory per built shape, as the Engine tab's line has it (bytes; what each part is and its source).
+    onnxruntime and reference run the opt shapes once to know; an engine that cannot say gives an empty list."""
+    try:
+        return [use.as_dict() for use in built.memory()]
+    except Exception as exc:  # noqa: BLE001 - a number it could not get never fails the explanation
+        return [{"error": f"{type(exc).__name__}: {exc}"}]
 
 
 def _explain(args: argparse.Namespace, extra: list[str]) -> int:

@@ -173,6 +173,8 @@ class EngineView:
         built_shapes = r.cache.get("shapes_built") if r.cache else None
         if built_shapes:  # an engine that compiles per shape: what runs without a compile (``exe.warm`` adds)
             info.append(("compiled shapes", "; ".join(built_shapes)))
+        if r.cache and r.cache.get("shapes_warmed"):  # of those, compiled ahead of their first call (``exe.warm``)
+            info.append(("warmed shapes", "; ".join(r.cache["shapes_warmed"])))
         from tripy_lab.lab.views.accuracy_views import with_precision
 
         layers = with_precision(views.layers_frame(built.layers), built.layers, built.lowered.program)

@@ -257,6 +257,7 @@ class TripyMagics(Magics):
     ):
         from tripy_lab.lab.bounds_model import BoundsModel
         from tripy_lab.lab.session import Session
+        from tripy_lab.lab.warming import NeighbourWarmer
         from tripy_lab.lab.widget.bounds_editor import BoundsEditor
         from tripy_lab.lab.widget.ui import LabWidget
 
@@ -275,6 +276,7 @@ class TripyMagics(Magics):
             fallback_location=self.fallback,
             background=True,
         )
+        session.listeners.append(NeighbourWarmer(session))  # after each build, the shapes next to opt
         editor = BoundsEditor(model, on_change=session.schedule, editable_rank=set(missing))
         editor.func_name, editor.exe_name = fname, exe_name
         ui = LabWidget(session, editor, title=f"%%tpcompile {exe_name} ← {fname}")
