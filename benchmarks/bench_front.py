@@ -69,12 +69,15 @@ def warm_median_time(fn, reps: int, r: dict, key: str) -> tuple[float, object]:
     start = time.perf_counter()
     fn()
     r[f"{key}_cold_s"] = time.perf_counter() - start
-    times, out = [], None
+    times, cpu, out = [], [], None
     for _ in range(reps):
         gc.collect()
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         out = fn()
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    # the process's CPU time too: steadier than wall time on a shared machine (single-threaded stages only)
+    r[f"{key}_cpu_s"] = statistics.median(cpu)
     return statistics.median(times), out
 
 

@@ -13,12 +13,17 @@ repeats it until the trace has about ``--sizes`` ops. For each size, in one proc
   (goal <= 1.2x); skipped above ``--max-build-ops`` trace ops (XLA's own compile is minutes there);
 * time per trace op, so a superlinear stage shows as a rising column (goal: flat from 1k to 80k ops).
 
-Medians of ``--reps`` warm runs, a ``gc.collect()`` before each, both sides timed the same way.
+Medians of ``--reps`` warm runs (at most two above 20,000 ops), a ``gc.collect()`` before each, both sides
+timed the same way and interleaved (ours, jax, ours, jax...): each ratio is the median of the per-rep ratios, so
+a load change on a shared machine hits both sides. The trace+lower ratio is also given in process CPU time
+(``*_cpu_*``: both stages are single-threaded Python), which such a machine disturbs less than wall time;
+``per_op_us`` sums up each size. The 80k-op size takes about 2 minutes on an idle machine (no build there).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -26,7 +31,36 @@ import statistics
 import time
 
 import numpy as np
-from bench_front import fresh, warm_median_time  # the same warm-up, gc and cache handling as bench_front
+from bench_front import fresh  # the same fresh-cache handling as bench_front
+
+
+def paired_median_times(fns: dict, reps: int, r: dict) -> list[tuple[float, object]]:
+    """``warm_median_time`` for two sides, interleaved: each rep times the first side, then the second, so that a
+    load change on a shared machine hits both; the ratio first/second is the median of the per-rep ratios
+    (``{first}_vs_{second}_paired``, and ``..._cpu_paired`` in process CPU time). Each side's cold first call,
+    wall and CPU medians are kept as ``warm_median_time`` keeps them."""
+    keys = list(fns)
+    times: dict = {k: ([], []) for k in keys}
+    outs: dict = {}
+    for k in keys:
+        start = time.perf_counter()
+        fns[k]()
+        r[f"{k}_cold_s"] = time.perf_counter() - start
+    for _ in range(reps):
+        for k in keys:
+            outs[k] = None  # the previous result is freed outside the timer
+            gc.collect()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            outs[k] = fns[k]()
+            times[k][0].append(time.perf_counter() - start)
+            times[k][1].append(time.process_time() - start_cpu)
+    a, b = keys
+    r[f"{a}_vs_{b}_paired"] = statistics.median(x / y for x, y in zip(times[a][0], times[b][0]))
+    r[f"{a}_vs_{b}_cpu_paired"] = statistics.median(x / y for x, y in zip(times[a][1], times[b][1]))
+    for k in keys:
+        r[f"{k}_cpu_s"] = statistics.median(times[k][1])
+    return [(statistics.median(times[k][0]), outs[k]) for k in keys]
+
 
 D = 32  # feature width: small, so the front half dominates, not XLA's compile of big constants
 
@@ -109,21 +143,24 @@ def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
     info = tp.InputInfo(((1, 8, 16), D), tp.float32)
     x = np.random.default_rng(1).standard_normal((8, D)).astype(np.float32)
     r = {"target_ops": target_ops, "blocks": blocks}
-    reps_here = reps if target_ops <= 20000 else 1
+    reps_here = reps if target_ops <= 20000 else max(1, min(reps, 2))
 
-    t_ours, lowered = warm_median_time(lambda: pipeline.trace(f_tp, args=[info]).lower(), reps_here, r, "trace_lower")
-    r["trace_ops"] = len(lowered.traced.trace.ops)
-    r["mlir_ops"] = len(lowered.program.ops())
-    r["trace_s"], r["lower_s"] = lowered.traced.seconds, lowered.seconds
+    def ours():
+        return pipeline.trace(f_tp, args=[info]).lower()
 
     def jax_lower():
         jax.clear_caches()
         return jax.jit(f_jax).lower(x)
 
-    t_jax, _ = warm_median_time(jax_lower, reps_here, r, "jax_lower")
+    (t_ours, lowered), (t_jax, _) = paired_median_times({"trace_lower": ours, "jax_lower": jax_lower}, reps_here, r)
+    r["trace_ops"] = len(lowered.traced.trace.ops)
+    r["mlir_ops"] = len(lowered.program.ops())
+    r["trace_s"], r["lower_s"] = lowered.traced.seconds, lowered.seconds
     r["trace_lower_s"], r["jax_lower_s"] = t_ours, t_jax
-    r["trace_lower_vs_jax_lower"] = t_ours / t_jax
+    r["trace_lower_vs_jax_lower"] = r["trace_lower_vs_jax_lower_paired"]  # the median of the per-rep ratios
     r["trace_lower_us_per_op"] = t_ours / r["trace_ops"] * 1e6
+    r["trace_lower_cpu_vs_jax_lower_cpu"] = r["trace_lower_vs_jax_lower_cpu_paired"]  # both single-threaded
+    r["trace_lower_cpu_us_per_op"] = r["trace_lower_cpu_s"] / r["trace_ops"] * 1e6
 
     if r["trace_ops"] <= max_build_ops:
         builds, compiles = [], []
@@ -140,7 +177,8 @@ def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
             compiles.append(time.perf_counter() - start)
             del jl
         r["xla_build_s"], r["jax_compile_s"] = statistics.median(builds), statistics.median(compiles)
-        r["xla_build_vs_jax_compile"] = r["xla_build_s"] / r["jax_compile_s"]
+        # each rep builds, then compiles: the median of the per-rep ratios (a load change hits both)
+        r["xla_build_vs_jax_compile"] = statistics.median(b / c for b, c in zip(builds, compiles))
         r["xla_build_us_per_op"] = r["xla_build_s"] / r["trace_ops"] * 1e6
     return r
 
@@ -164,6 +202,12 @@ def main(argv=None):
     sizes = out["sizes"]
     per_op = [s["trace_lower_us_per_op"] for s in sizes]
     out["per_op_growth"] = per_op[-1] / per_op[0]
+    out["per_op_us"] = {s["trace_ops"]: {"trace_lower": round(s["trace_lower_us_per_op"], 1),
+                                         "trace_lower_cpu": round(s["trace_lower_cpu_us_per_op"], 1),
+                                         "jax_lower": round(s["jax_lower_s"] / s["trace_ops"] * 1e6, 1),
+                                         "xla_build": round(s["xla_build_us_per_op"], 1) if "xla_build_s" in s
+                                         else None}
+                        for s in sizes}
     out["goals"] = {
         "trace_lower <= 0.5x jax lower (every size)": all(s["trace_lower_vs_jax_lower"] <= 0.5 for s in sizes),
         "xla build <= 1.2x jax compile (every built size)":

@@ -13,7 +13,11 @@ For a GPT-2-small-sized tp.Module, a SAM2-style conv/attention stack and a 20,00
   (``lab.report``), and for the GPT a saved notebook executed by nbclient (``--notebook``).
 Budgets (issue 25): first picture < 2 s and each expand < 0.5 s in the browser; GPT snapshot and report < 1.5 MB.
 
-    python benchmarks/bench_lab_scale.py [--programs gpt,sam2,ops20k] [--notebook]
+``--reps N`` repeats the model and the layouts N times and reports medians (the machine is shared: ``model cpu ms``
+is the kernel's own CPU time, steadier than wall time under load); ``--picture-only`` leaves out the compile,
+snapshot and report.
+
+    python benchmarks/bench_lab_scale.py [--programs gpt,sam2,ops20k] [--notebook] [--reps 5] [--picture-only]
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,8 +50,8 @@ console.log(JSON.stringify(out));
 """
 
 
-def wasm_times(dots: list[str]) -> list[float] | None:
-    """Milliseconds to lay out each DOT with the extension's wasm graphviz (in node), or None without it."""
+def wasm_times(dots: list[str], reps: int = 1) -> list[float] | None:
+    """Median milliseconds to lay out each DOT with the extension's wasm graphviz (in node), or None without it."""
     node = shutil.which("node")
     entry = WASM / "dist" / "index.js"
     if node is None or not entry.exists():
@@ -59,9 +64,12 @@ def wasm_times(dots: list[str]) -> list[float] | None:
             files.append(str(path))
         script = Path(tmp) / "time.mjs"
         script.write_text(NODE_SCRIPT)
-        done = subprocess.run([node, str(script), entry.as_uri(), *files], capture_output=True, text=True,
+        done = subprocess.run([node, str(script), entry.as_uri(), *files * reps], capture_output=True, text=True,
                               timeout=600)
-    return json.loads(done.stdout) if done.returncode == 0 else None
+    if done.returncode != 0:
+        return None
+    times = json.loads(done.stdout)
+    return [statistics.median(times[k::len(dots)]) for k in range(len(dots))]
 
 
 PROGRAMS = {
@@ -71,7 +79,7 @@ PROGRAMS = {
 }
 
 
-def measure(name: str) -> dict:
+def measure(name: str, reps: int = 1, picture_only: bool = False) -> dict:
     import importlib
 
     import tripy_lab as tp
@@ -84,10 +92,14 @@ def measure(name: str) -> dict:
     t0 = time.perf_counter()
     traced = pipeline.trace(f, args=args)
     t_trace = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    view = tabs.TraceView.of(traced)
-    payload = json.dumps(view.bundle())
-    t_model = time.perf_counter() - t0
+    walls, cpus = [], []
+    for _ in range(reps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        view = tabs.TraceView.of(traced)
+        payload = json.dumps(view.bundle())
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    t_model = statistics.median(walls)
     model = view.model
     opened: list[int] = []
     levels = [list(model.initial_expanded())]
@@ -106,14 +118,17 @@ def measure(name: str) -> dict:
         t0 = time.perf_counter()
         view.drawing(expanded)
         dot_ms.append((time.perf_counter() - t0) * 1e3)
-    wasm = wasm_times(dots)
+    wasm = wasm_times(dots, reps)
     row = {"program": name, "ops": len(traced.trace.ops), "nodes": len(model.nodes),
            "top-level nodes": len(model.roots), "trace ms": t_trace * 1e3, "model+json ms": t_model * 1e3,
+           "model cpu ms": statistics.median(cpus) * 1e3,
            "json kB": len(payload) / 1e3,
            "first picture ms (wasm)": None if wasm is None else t_model * 1e3 + wasm[0],
            "first picture ms (dot)": t_model * 1e3 + dot_ms[0],
            "expand ms (wasm)": None if wasm is None else [round(w, 1) for w in wasm[1:]],
            "expand ms (dot)": [round(d, 1) for d in dot_ms[1:]]}
+    if picture_only:
+        return row
     t0 = time.perf_counter()
     exe = tp.compile(f, args=args, engine="reference")
     row["compile s"] = time.perf_counter() - t0
@@ -156,9 +171,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", default="gpt,sam2,ops20k")
     parser.add_argument("--notebook", action="store_true", help="also save an executed GPT notebook")
+    parser.add_argument("--reps", type=int, default=1, help="repeat the model and layouts, report medians")
+    parser.add_argument("--picture-only", action="store_true", help="leave out compile, snapshot and report")
     opts = parser.parse_args()
     for name in opts.programs.split(","):
-        row = measure(name)
+        row = measure(name, opts.reps, opts.picture_only)
         print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
     if opts.notebook:
         print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in notebook_size().items()}))

@@ -7,14 +7,14 @@ import { dotText } from './sanitize';
 export const GRAPH_MIME = 'application/vnd.tripy-lab.graph+json';
 
 export interface IGraphNode {
-  i: string; // id
+  i: string; // id (left out for an op: 'op-' and its label's name)
   l: string; // label
   k: string; // kind: op, const, input, output, module, call, run, failed
   p: number; // parent index, -1 at the top
-  s: string; // user line
-  m: string; // module path
-  t: string; // tooltip
-  n: number; // ops under it
+  s: string; // user line (left out: its parent's)
+  m: string; // module path (left out: its parent's)
+  t: string; // tooltip ('' when left out)
+  n: number; // ops under it (left out: 1 for an op, 0 for a group)
   c?: number[]; // children, in drawing order
 }
 
@@ -80,7 +80,23 @@ export function fmt(value: number, unit: string): string {
 export class GraphModel {
   constructor(readonly bundle: IGraphBundle) {
     this.nodes = bundle.nodes;
-    this.nodes.forEach((n, i) => this.byId.set(n.i, i));
+    // the kernel leaves out keys at their default (graph_model._node_json): fill them in once
+    const inherit = (i: number, key: 'm' | 's'): string => {
+      const n = this.nodes[i];
+      if (n[key] === undefined) {
+        n[key] = n.p >= 0 ? inherit(n.p, key) : '';
+      }
+      return n[key];
+    };
+    this.nodes.forEach((n, i) => {
+      const leaf = n.k === 'op' || n.k === 'const';
+      n.i ??= 'op-' + n.l.slice(0, n.l.indexOf(' = '));
+      n.t ??= '';
+      n.n ??= leaf ? 1 : 0;
+      inherit(i, 'm');
+      inherit(i, 's');
+      this.byId.set(n.i, i);
+    });
   }
 
   ancestors(i: number): number[] {

@@ -36,6 +36,7 @@
  *   [data-tripy-pane="graph"|"mlir"|"layers"]  the three panes
  *   g.node[data-op-id]                          matched graph nodes
  *   .tripy-mlir-line[data-op-id][data-line]     MLIR lines (data-op-id only when the line has an op)
+ *   .tripy-mlir-region[data-module]             a module's MLIR lines, nested (bundle.folds), .tripy-folded when shut
  *   tr.tripy-layer-row[data-layer-id][data-op-id]  layer rows; data-op-id is a
  *                                               space-separated list (match with [data-op-id~="%t5"])
  */
@@ -89,6 +90,15 @@ interface IBundle {
   layers?: ILayer[];
   error?: { message: string; op?: string | null } | null;
   graph?: IGraphBundle | null; // the folded graph: drawn instead of svg/dot when present
+  folds?: IMlirFold[]; // the MLIR's folds per module (0-based line ranges into mlir, nested)
+}
+
+interface IMlirFold {
+  name: string;
+  start: number;
+  end: number;
+  ops: number;
+  children?: IMlirFold[];
 }
 
 
@@ -215,9 +225,7 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
         byLine.set(index, [...(byLine.get(index) ?? []), op.id]);
       }
     }
-    const regionOf = this._mlirRegions();
-    let region: { key: string; box: HTMLElement; head: HTMLElement; count: number } | null = null;
-    lines.forEach((line, index) => {
+    const rows = lines.map((line, index) => {
       const row = el('div', 'tripy-mlir-line');
       row.dataset.line = String(line.line ?? index + 1);
       row.append(el('span', 'tripy-lineno', String(line.line ?? index + 1)), el('span', 'tripy-code', line.text));
@@ -230,56 +238,40 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
         row.title = [...ops].map(id => this._opsById.get(id)?.label ?? id).join('\n');
         this._register(row, [...ops]);
       }
-      // foldable regions: consecutive lines of one top-level module (lines of no op stay in the current one)
-      const key = line.op ? regionOf(line.op) : region?.key ?? '';
-      if (key !== (region?.key ?? '')) {
-        region = key ? this._mlirRegion(key) : null;
-        if (region) {
-          code.appendChild(region.box);
-        }
-      }
-      if (region) {
-        region.box.appendChild(row);
-        region.count += 1;
-        region.head.textContent = `▾ ${region.key}  (${region.count} lines)`;
-      } else {
-        code.appendChild(row);
-      }
+      return row;
     });
+    // foldable regions per module, nested: the kernel's folds (lab/views/mlir_folds.py, as the MLIR tab)
+    const place = (parent: HTMLElement, folds: IMlirFold[], start: number, end: number): void => {
+      let i = start;
+      for (const fold of folds) {
+        for (; i < Math.min(fold.start, rows.length); i++) {
+          parent.appendChild(rows[i]);
+        }
+        const box = this._mlirRegion(fold);
+        parent.appendChild(box);
+        place(box, fold.children ?? [], fold.start, Math.min(fold.end, rows.length));
+        i = Math.max(i, fold.end);
+      }
+      for (; i < end; i++) {
+        parent.appendChild(rows[i]);
+      }
+    };
+    place(code, this._bundle?.folds ?? [], 0, rows.length);
     body.appendChild(code);
   }
 
-  /** op id -> the top-level module (or run) of the folded graph that holds it ('' when none). */
-  private _mlirRegions(): (op: string) => string {
-    const graph = this._bundle?.graph;
-    if (!graph) {
-      return () => '';
-    }
-    const byId = new Map(graph.nodes.map((n, i) => [n.i, i]));
-    return (op: string) => {
-      let i = byId.get('op-' + op);
-      if (i === undefined) {
-        return '';
-      }
-      while (graph.nodes[i].p >= 0) {
-        i = graph.nodes[i].p;
-      }
-      const top = graph.nodes[i];
-      return top.k === 'module' || top.k === 'run' ? top.l.split('\n')[0] : '';
-    };
-  }
-
-  private _mlirRegion(key: string): { key: string; box: HTMLElement; head: HTMLElement; count: number } {
+  private _mlirRegion(fold: IMlirFold): HTMLElement {
     const box = el('div', 'tripy-mlir-region');
-    box.dataset.module = key;
-    const head = el('div', 'tripy-mlir-region-head');
+    box.dataset.module = fold.name;
+    const text = `${fold.name}  (${fold.ops} ops, lines ${fold.start + 1}–${fold.end})`;
+    const head = el('div', 'tripy-mlir-region-head', `▾ ${text}`);
     head.title = 'Fold or unfold the MLIR of this module';
     head.addEventListener('click', () => {
       const folded = box.classList.toggle('tripy-folded');
-      head.textContent = head.textContent!.replace(/^[▾▸]/, folded ? '▸' : '▾');
+      head.textContent = `${folded ? '▸' : '▾'} ${text}`;
     });
     box.appendChild(head);
-    return { key, box, head, count: 0 };
+    return box;
   }
 
   private _renderLayers(pane: HTMLElement, layers: ILayer[]): void {
@@ -354,7 +346,9 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
     for (const id of ops) {
       for (const node of this._items.get(id) ?? []) {
         node.classList.add(SELECTED);
-        node.closest('.tripy-mlir-region')?.classList.remove('tripy-folded');
+        for (let r = node.closest('.tripy-mlir-region'); r; r = r.parentElement?.closest('.tripy-mlir-region') ?? null) {
+          r.classList.remove('tripy-folded'); // every fold around a selected line opens
+        }
       }
     }
     const more = ops.length > 6 ? `  |  … and ${ops.length - 6} more ops` : '';

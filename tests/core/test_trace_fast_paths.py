@@ -5,6 +5,7 @@ pairwise broadcasting agrees with the general rule."""
 
 import gc
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -32,6 +33,33 @@ def test_each_op_keeps_its_line_and_column():
     assert locs[0][1].col != locs[1][1].col or locs[0][1].end_col != locs[1][1].end_col
     assert all(loc.file == __file__ and loc.function == "f" for _, loc in locs)
 
+
+
+def test_ops_of_one_public_call_take_its_line_from_its_call_scope(monkeypatch):
+    from tripy_lab.frontend import scopes
+
+    walks = []
+    # a counting stand-in the stack walk skips like tripy_lab's own code: compiled under a file name in its package
+    ns = {"walks": walks, "walk": source.user_location}
+    exec(compile("def counted():\n    walks.append(1)\n    return walk()\n",
+                 os.path.join(source._PKG_DIR, "counted.py"), "exec"), ns)
+    monkeypatch.setattr(scopes, "user_location", ns["counted"])
+
+    def f(x):
+        n = x.shape[0] // 2
+        return tp.exp(x[:n]) + tp.softmax(x, dim=0)
+
+    traced = pipeline.trace(f, args=[tp.InputInfo(((2, 4, 8),), tp.float32)])
+    first = f.__code__.co_firstlineno
+    calls = {}
+    for op in traced.trace.ops:
+        assert op.location.file == __file__ and op.location.line - first in (1, 2)
+        calls.setdefault(id(op.call), []).append(op)
+    for ops in calls.values():  # every op of one call: that call's location object (no walk of its own)
+        assert all(op.location is ops[0].call.location for op in ops if op.call is not None)
+    getitem = [ops for ops in calls.values() if ops[0].call and ops[0].call.name == "__getitem__"]
+    assert len(getitem) == 1 and len(getitem[0]) > 3  # a dynamic slice: its index arithmetic shares one line
+    assert len(walks) < len(traced.trace.ops) // 2  # one stack walk per call, not per op
 
 def test_new_code_objects_never_get_a_stale_location():
     # Each round compiles a fresh function (the old one is freed, so CPython may reuse its id) whose op sits

@@ -126,7 +126,45 @@ def test_gpt_graph_folds_expands_searches_and_shades(lab):
     expect(walk.locator(".tripy-mlir-line.tripy-selected")).not_to_have_count(0, timeout=TIMEOUT)
     expect(walk.locator("tr.tripy-layer-row.tripy-selected")).not_to_have_count(0)
     expect(walk.locator(".tripy-mlir-region[data-module='h.0']")).to_have_count(1)  # MLIR folds by module
+    # ... nested as the MLIR tab (lab/views/mlir_folds.py): h.0's region holds h.0.attn's
+    expect(walk.locator(".tripy-mlir-region[data-module='h.0'] > .tripy-mlir-region[data-module='h.0.attn']")
+           ).not_to_have_count(0)
     lab.screenshot("graph-gpt-5-crosswalk.png", view)
+
+
+def test_gpt_mlir_tab_folds_per_module(lab):
+    cells = [SETUP.format(bench=str(BENCH)),
+             "model, args = P.gpt_small()\nexe = tp.compile(model, args=args)\nui = lab.show(exe, 'gpt')"]
+    lab.put_notebook("graph-gpt-mlir.ipynb", cells)
+    nb = lab.open("graph-gpt-mlir.ipynb")
+    lab.run_cell(0)
+    lab.run_cell(1)
+    view = nb.locator(".jp-OutputArea .tripy-lab")
+    expect(tab(view, "MLIR")).to_be_visible(timeout=TIMEOUT)
+    tab(view, "MLIR").click()
+    pane = view.locator(".tripy-tab-mlir")
+    h0 = pane.locator('details.tripy-mlir-fold[data-module="h.0"]')
+    expect(h0).to_have_count(1, timeout=TIMEOUT)
+    # the top level is folded: h.0 ... h.11 closed, each summary naming its path and op count
+    expect(pane.locator('pre.tripy-mlir > details.tripy-mlir-fold[data-module^="h."]')).to_have_count(12)
+    expect(pane.locator("pre.tripy-mlir > details.tripy-mlir-fold[open]")).to_have_count(0)
+    head = h0.locator("> summary")
+    expect(head).to_contain_text(re.compile(r"^h\.0 · \d+ ops · lines \d+–\d+"))
+    inner = h0.locator("> .tripy-mlir-line").first  # a line of h.0's own (its first ones are h.0.attn's)
+    expect(inner).to_be_hidden()
+    lab.screenshot("graph-gpt-mlir-1-folded.png", pane)
+
+    head.click()  # h.0 opens: its lines, and its own folds (h.0.attn, h.0.mlp) closed inside it
+    expect(inner).to_be_visible()
+    expect(inner).to_contain_text("tensorrt.")
+    attn = h0.locator('> details.tripy-mlir-fold[data-module="h.0.attn"]').first
+    expect(attn.locator("> summary")).to_be_visible()
+    expect(h0.locator('> details.tripy-mlir-fold[data-module="h.0.mlp"]')).to_have_count(1)
+    expect(attn.locator(".tripy-mlir-line").first).to_be_hidden()
+    attn.locator("> summary").click()
+    expect(attn.locator(".tripy-mlir-line").first).to_be_visible()
+    expect(pane.locator('details.tripy-mlir-fold[data-module="h.1"] .tripy-mlir-line').first).to_be_hidden()
+    lab.screenshot("graph-gpt-mlir-2-h0-open.png", pane)
 
 
 def test_failing_matmul_is_drawn_red(lab):
@@ -184,3 +222,69 @@ def test_sam2_stack_and_20k_ops_drawn_folded(lab):
     expect(long.locator('g.cluster[data-node-id^="r:"]')).to_have_count(1, timeout=TIMEOUT)
     long.evaluate("e => e.scrollIntoView()")
     lab.screenshot("graph-20k.png")
+
+
+NET = """import tripy_lab as tp
+from tripy_lab import lab
+
+class Block(tp.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = tp.Linear(8, 8)
+
+    def forward(self, x):
+        return x + tp.relu(self.fc(x))
+
+class Net(tp.Module):
+    def __init__(self):
+        super().__init__()
+        self.h = [Block(), Block()]
+
+    def forward(self, x):
+        for block in self.h:
+            x = block(x)
+        return x
+
+net = Net()
+net.initialize_dummy_parameters()
+exe = tp.compile(net, args=[tp.InputInfo(((1, 2, 4), 8), tp.float32)], engine="reference")
+ui = lab.show(exe, "net")
+ui.display.publish()"""
+
+
+def test_saved_notebook_folds_its_mlir_untrusted_without_a_kernel(lab):
+    """The static snapshot's MLIR folds survive JupyterLab's own sanitizer (an untrusted notebook, no kernel)."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(NET)]
+    root = Path(lab.server["root"])
+    NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=False,
+                   resources={"metadata": {"path": str(root)}}).execute()
+    nbformat.write(nb, root / "net-folds.ipynb")
+    page = lab.page
+    page.route("**/api/sessions**", lambda route: route.abort() if route.request.method == "POST"
+               else route.continue_())
+    page.goto(f"{lab.server['base']}/lab/tree/net-folds.ipynb?reset&token={lab.server['token']}")
+    page.get_by_role("dialog").filter(has_text="Error Starting Kernel").get_by_role("button", name="Ok").click(
+        timeout=TIMEOUT)
+    page.get_by_role("dialog").filter(has_text="Select Kernel").get_by_role("button", name="No Kernel").click(
+        timeout=TIMEOUT)
+    mlir = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .tripy-snapshot .tripy-snapshot-mlir")
+    # JupyterLab's sanitizer keeps <details>, <summary> and classes (it drops data-* attributes)
+    tops = mlir.locator("pre.tripy-mlir > details.tripy-mlir-fold")
+    expect(tops).to_have_count(2, timeout=TIMEOUT)
+    h0 = tops.first
+    head = h0.locator("> summary")
+    expect(head).to_contain_text(re.compile(r"^h\.0 · \d+ ops · lines \d+–\d+"))
+    expect(tops.nth(1).locator("> summary")).to_contain_text(re.compile(r"^h\.1 · "))
+    line = h0.locator("> .tripy-mlir-line").first
+    expect(line).to_be_hidden()
+    head.click()
+    expect(line).to_be_visible()
+    expect(h0.locator("> details.tripy-mlir-fold > summary")).to_contain_text(re.compile(r"^h\.0\.fc · "))
+    lab.screenshot("graph-net-mlir-untrusted.png", mlir)
+    # the refused kernel session is the one page error expected here
+    lab.page_errors[:] = [e for e in lab.page_errors if "reading 'kernel'" not in e]

@@ -182,3 +182,58 @@ def test_timing_overlay_splits_layer_time_over_its_ops():
     ov = graph_draw.timing_overlay(Built())
     assert ov.values == pytest.approx({"%t1": 1.0, "%t2": 2.0}) and ov.unit == "ms"
     assert graph_draw.timing_overlay(type("B", (), {"compiled": None})()) is None
+
+
+def decode(bundle: dict) -> list[dict]:
+    """The live bundle's nodes with the keys the kernel leaves out filled in, as the renderer does
+    (extension/src/graph_level.ts GraphModel)."""
+    nodes = [dict(n) for n in bundle["nodes"]]
+
+    def inherit(i: int, key: str) -> str:
+        if key not in nodes[i]:
+            nodes[i][key] = inherit(nodes[i]["p"], key) if nodes[i]["p"] >= 0 else ""
+        return nodes[i][key]
+
+    for i, n in enumerate(nodes):
+        n.setdefault("i", "op-" + n["l"][:n["l"].find(" = ")])
+        n.setdefault("t", "")
+        n.setdefault("n", 1 if n["k"] in ("op", "const") else 0)
+        inherit(i, "m")
+        inherit(i, "s")
+    return nodes
+
+
+def test_live_bundle_is_compact_and_decodes_to_the_model(traced, monkeypatch):
+    out = next(op for op in traced.trace.ops if op.kind == "mul").outputs[0]
+    name, out.name = out.name, "a = b"  # a name the renderer's "op-" + label-name rule would get wrong
+    try:
+        model = graph_model.build(traced.trace)
+        bundle = model.to_json()
+    finally:
+        out.name = name
+    nodes = decode(bundle)
+    assert [(n["i"], n["l"], n["k"], n["p"], n["s"], n["m"], n["n"], n.get("c", [])) for n in nodes] == \
+        [(m.id, m.label, m.kind, m.parent, m.line, m.module, m.n_ops, m.children) for m in model.nodes]
+    leaves = [raw for raw, m in zip(bundle["nodes"], model.nodes) if m.kind in ("op", "const")]
+    assert sum("i" in raw for raw in leaves) == 1  # only the op whose name the rule gets wrong carries its id
+    assert not any("m" in raw or "n" in raw for raw in leaves)  # its module and op count go without saying
+    tips = [n["t"] for n, m in zip(nodes, model.nodes) if m.kind == "op"]
+    assert all(t.startswith(n + " = ") and " : tensor<" in t for t, n in zip(tips, (m.id[3:] for m in model.nodes
+                                                                                      if m.kind == "op")))
+    monkeypatch.setattr(graph_model, "TIP_OPS", 3)  # a big program: the ops' tooltips stay in the kernel
+    big = graph_model.build(traced.trace).to_json()
+    assert not any("t" in raw for raw, m in zip(big["nodes"], model.nodes) if m.kind in ("op", "const"))
+    assert len(str(big)) < len(str(bundle))
+
+
+def test_the_trace_pane_heading_counts_what_is_there():
+    """A program with no modules is not "in 0 module groups"; one group is singular; small programs show every
+    group opened in one picture, named once ("every group opened", not "... opened opened")."""
+    plain = trace_pane.TraceView.of(pipeline.trace(_program, args=[INFO]))
+    head = plain.html(tabs.SNAPSHOT)
+    assert "module group" not in head and "folded by frontend call" in head and f"{plain.n_ops} ops" in head
+    scoped = trace_pane.TraceView.of(_scoped(pipeline.trace(_program, args=[INFO])))
+    html = scoped.html(tabs.SNAPSHOT)
+    groups = sum(1 for n in scoped.model.nodes if n.kind == "module")
+    assert f"in {groups} module groups" in html and "folded by module and by frontend call" in html
+    assert "opened opened" not in html and "every group opened" in html

@@ -115,6 +115,26 @@ def test_cached_attributes_are_shared_values_not_state():
     assert trt.enum_attr(trt.UnaryOperationAttr, "kEXP") is trt.enum_attr(trt.UnaryOperationAttr, "kEXP")
 
 
+
+def test_cached_integer_arrays_and_attributes_equal_the_verified_constructors():
+    from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, i32, i64
+
+    a = attrs.dense_array([0, 2, 1], "i32")
+    assert a == DenseArrayBase.from_list(i32, (0, 2, 1)) and a is attrs.dense_array((0, 2, 1), "i32")
+    assert attrs.dense_array([0, 2, 1], "i64") == DenseArrayBase.from_list(i64, (0, 2, 1)) != a  # elem is in the key
+    assert attrs.to_python(attrs.dense_array([], "i64")) == ()
+    # bools and floats are not ints: never served the int entry that hashes equal to them
+    assert attrs.dense_array([1.5], "f32") == DenseArrayBase.from_list(attrs.element_type("f32"), (1.5,))
+    assert attrs.dense_array([True], "i1") == DenseArrayBase.from_list(IntegerType(1), (True,))
+    with pytest.raises(ValueError):  # out of range: the constructor's verifier still runs before anything is kept
+        attrs.dense_array([2**40], "i32")
+    with pytest.raises(ValueError):
+        attrs.dense_array([2**40], "i32")
+    n = attrs.int_attr(3, "i32")
+    assert n == IntegerAttr(3, i32) and n is attrs.int_attr(3, "i32") and attrs.int_attr(3) == IntegerAttr(3, i64) != n
+    with pytest.raises(AttributeError):  # frozen: a shared attribute cannot be changed by one program
+        n.value = IntegerAttr(4, i32).value
+
 def test_two_programs_sharing_constants_stay_independent():
     def f(x):
         return x * 2.0 + 1.0

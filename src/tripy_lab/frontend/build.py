@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tripy_lab.core import dtypes
-from tripy_lab.core.source import user_location
+from tripy_lab.frontend.scopes import op_location
 from tripy_lab.frontend.tensor import NUMPY_OF, Tensor, check_python_values, constant, fits_python_number, wrap
 from tripy_lab.trace import TraceTensor, apply
 from tripy_lab.trace.optable import OPS, record
@@ -37,7 +37,7 @@ def make(kind: str, inputs: list[Tensor | TraceTensor], params: dict | None = No
     ins = [t.trace_tensor if isinstance(t, Tensor) else t for t in inputs]
     params = params or {}
     if loc is None:
-        loc = user_location()
+        loc = op_location()
     shape_values = bool(ins)
     for t in ins:  # a loop, not all(...): this runs for every op
         if not t.is_shape:
@@ -75,14 +75,14 @@ def make_plain(kind: str, ins: list[TraceTensor], loc=None) -> Tensor:
     folds nothing and marks nothing as a shape, so the op is recorded with its rule's type and wrapped as a plain
     Tensor (element-wise math: most ops of a program)."""
     if loc is None:
-        loc = user_location()
+        loc = op_location()
     ((shape, dt),) = OPS[kind].rule(ins, {})
     return _tensor(record(kind, ins, tuple(shape), dt, {}, loc))
 
 
 def shape_constant(values) -> Tensor:
     array = np.asarray(values, dtype=np.int32).reshape(-1)
-    tt = constant(array, dtypes.int32, user_location(), value=array)
+    tt = constant(array, dtypes.int32, op_location(), value=array)
     tt.is_shape = True
     return wrap(tt)
 
@@ -108,7 +108,7 @@ def scalar_constant(value, dt: dtypes.dtype, rank: int = 0, loc=None) -> Tensor:
             with np.errstate(over="ignore"):  # beyond float16 / bfloat16: inf, as a cast (docs/SEMANTICS.md)
                 array = np.asarray(value, dtype=npdt)
     if loc is None:
-        loc = user_location()
+        loc = op_location()
     # what constant() and the rank-matching reshape make, with the shapes their rules give
     out = record("constant", [], array.shape, dt, {"value": array, "dtype": dt}, loc)
     if rank:

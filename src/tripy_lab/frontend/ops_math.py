@@ -8,7 +8,6 @@ import numpy as np
 
 from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
-from tripy_lab.core.source import user_location
 from tripy_lab.frontend import ops_shape
 from tripy_lab.frontend.build import make1, make_plain
 from tripy_lab.frontend.checks import (
@@ -23,6 +22,7 @@ from tripy_lab.frontend.checks import (
     norm_dims,
     operand,
 )
+from tripy_lab.frontend.scopes import op_location
 from tripy_lab.frontend.tensor import DimensionSize, Tensor, wrap
 
 
@@ -45,10 +45,10 @@ _PY_NUMBERS = (int, float)
 
 def _binary(fn: str, kind: str, lhs, rhs, allowed=NUMERIC_B, reflected: bool = False) -> Tensor:
     if not reflected and type(lhs) is Tensor and type(rhs) in _PY_NUMBERS:  # x * 2.0: the most common call
-        loc = user_location()
+        loc = op_location()
         return _with_scalar(fn, kind, lhs, operand(fn, "other", rhs, lhs.dtype, lhs.rank, loc), allowed, loc)
     if not reflected and type(rhs) is Tensor and type(lhs) in _PY_NUMBERS:  # 2.0 * x
-        loc = user_location()
+        loc = op_location()
         return _with_scalar(fn, kind, operand(fn, "self", lhs, rhs.dtype, rhs.rank, loc), rhs, allowed, loc)
     if type(lhs) is Tensor and type(rhs) is Tensor:  # x + y: nothing for _as_dim or operand to convert
         a, b = lhs, rhs

@@ -13,7 +13,7 @@ from tripy_lab.core.arrays import device_kind, to_host
 from tripy_lab.core.device import device as Device
 from tripy_lab.core.errors import expected, raise_error
 from tripy_lab.core.logging import logger
-from tripy_lab.core.source import user_location
+from tripy_lab.frontend.scopes import op_location
 from tripy_lab.trace import TraceOp, TraceTensor, apply
 
 # Set by tripy_lab.pipeline at import: runs the one pipeline on a tensor and returns its array.
@@ -158,7 +158,7 @@ class Tensor:
 
     def __init__(self, data: Any, dtype: dtypes.dtype | None = None, device: Device | None = None,
                  name: str | None = None):
-        loc = user_location()
+        loc = op_location()
         if data is None:
             raise_error("Data argument to Tensor must not be None.")
         if isinstance(data, Tensor):
@@ -369,7 +369,7 @@ class DimensionSize(Tensor):
                         [expected("data", int(data), "an int32 value (a DimensionSize is int32: "
                                   f"[{-(2**31)}, {2**31 - 1}])")])
         array = np.asarray(int(data), dtype=np.int32)
-        self.trace_tensor = constant(array, dtypes.int32, user_location(), value=array, name=name)
+        self.trace_tensor = constant(array, dtypes.int32, op_location(), value=array, name=name)
         self.trace_tensor.is_shape = True
 
     def __int__(self) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from tripy_lab.lab.views import draw as views
+from tripy_lab.lab.views import mlir_folds
 from tripy_lab.lab.views.crosswalk_schema import MIME_TYPE, VERSION
 
 _LOC_NAME = re.compile(r'loc\("([^"]+)"')
@@ -98,9 +99,10 @@ def trace_dot(traced, highlight: str | None = None) -> str:
 
 def build_bundle(traced, lowered=None, built=None, *, title: str = "", error: dict | None = None,
                  svg: str | None = None, dot: str | None = None, generic: bool = False,
-                 graph: dict | None = None) -> dict:
+                 graph: dict | None = None, model=None) -> dict:
     """The ``application/vnd.tripy-lab.crosswalk+json`` bundle (see crosswalk_schema); ``graph``: the folded
-    graph's JSON (``TraceView.bundle()``), which the renderer draws instead of ``svg``/``dot``."""
+    graph's JSON (``TraceView.bundle()``), which the renderer draws instead of ``svg``/``dot``; ``model``: that
+    graph's model, whose groups fold the MLIR lines (``folds``, as the MLIR tab)."""
     ops = traced.trace.ops
     known = {op.name for op in ops}
     lines = mlir_lines(lowered, generic) if lowered is not None else []
@@ -148,6 +150,8 @@ def build_bundle(traced, lowered=None, built=None, *, title: str = "", error: di
     }
     if graph is not None:
         out["graph"] = graph
+    if model is not None:
+        out["folds"] = [mlir_folds.to_json(f) for f in mlir_folds.folds([op for _, op in lines], model)]
     return out
 
 

@@ -10,8 +10,11 @@ Version 1::
      "layers": [{"id": str, "name": str, "kind": str, "ops": [str],
                  "lines": [str], "shapes": str, "dtypes": str, "kernel": str}],   # last four optional
      "error":  None | {"message": str, "op": str | None},
+     "folds":  optional: the MLIR's folds per module (lab/views/mlir_folds.py):
+               [{"name": str, "start": int, "end": int, "ops": int, "children": [fold]}], 0-based line ranges
+               into "mlir", children inside their parent, in order
      "graph":  optional: the folded graph (lab/graph_model.py GraphModel.to_json): drawn instead of svg/dot,
-               every op a leaf node with id "op-X"}
+               every op a leaf node with id "op-X" (left out of an op's node: graph_model.json_node_id)}
 
 Links: ``ops[i].mlir`` are 0-based indices into ``mlir`` and must be exactly the lines whose ``op``
 is that op; ``ops[i].layers`` and ``layers[j].ops`` must mirror each other.
@@ -30,6 +33,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from typing import Any
 
+from tripy_lab.lab.views.graph_model import json_node_id
 from tripy_lab.trace.graph import dot_quote, dot_text
 
 MIME_TYPE = "application/vnd.tripy-lab.crosswalk+json"
@@ -102,6 +106,9 @@ _LAYER = {
     "kernel": (_str, False),
 }
 _ERROR = {"message": (_str, True), "op": (_opt_str, False)}
+_INT = (lambda v: isinstance(v, int) and not isinstance(v, bool))
+_FOLD = {"name": (_str, True), "start": (_INT, True), "end": (_INT, True), "ops": (_INT, True),
+         "children": (lambda v: isinstance(v, list), False)}
 
 
 def validate_bundle(bundle: Any) -> list[str]:
@@ -152,11 +159,30 @@ def validate_bundle(bundle: Any) -> list[str]:
                 errors.append(f"layer {ly['id']!r} lists op {oid!r}, but that op does not list the layer")
 
     errors += _check_graph(bundle, op_ids)
+    errors += _check_folds(bundle.get("folds", []), 0, len(lines), "folds")
 
     error = bundle["error"]
     if error is not None and _check_keys("error", error, _ERROR, errors):
         if error.get("op") is not None and error["op"] not in op_layers:
             errors.append(f"error.op: unknown op {error['op']!r}")
+    return errors
+
+
+def _check_folds(folds: Any, start: int, end: int, where: str) -> list[str]:
+    """Each fold a line range inside [start, end), after the one before it; its children likewise inside it."""
+    if not isinstance(folds, list):
+        return [f"{where}: expected a list"]
+    errors: list[str] = []
+    at = start
+    for k, fold in enumerate(folds):
+        here = f"{where}[{k}]"
+        if not _check_keys(here, fold, _FOLD, errors):
+            continue
+        if not at <= fold["start"] < fold["end"] <= end:
+            errors.append(f"{here}: lines {fold['start']}..{fold['end']} outside {at}..{end}")
+            continue
+        errors += _check_folds(fold.get("children", []), fold["start"], fold["end"], here + ".children")
+        at = fold["end"]
     return errors
 
 
@@ -180,7 +206,7 @@ def _check_graph(bundle: dict, op_ids: list[str]) -> list[str]:
         nodes = graph.get("nodes") if isinstance(graph, dict) else None
         if not isinstance(nodes, list):
             return ["graph: no node list"]
-        have = {n.get("i") for n in nodes if isinstance(n, dict)}
+        have = {json_node_id(n) for n in nodes if isinstance(n, dict)}
         return [f'graph: no node with id "op-{oid}"' for oid in op_ids if f"op-{oid}" not in have]
     # ids are written by trace.graph.dot_quote, and graphviz draws them as dot_text(X)
     errors = [f'dot: no node with id="op-{oid}"' for oid in op_ids if dot_quote(f"op-{oid}", "id") not in bundle["dot"]

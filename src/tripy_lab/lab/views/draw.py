@@ -91,10 +91,8 @@ def inline_aliases(text: str, prefixes: tuple[str, ...] = ("#profile",)) -> str:
     return out.lstrip("\n") + ("\n" if text.endswith("\n") else "")
 
 
-def mlir_html(
-    text: str, highlight_lines: set[int] | frozenset[int] = frozenset(), linenos: bool = True
-) -> str:
-    """Highlighted MLIR with line numbers; ``highlight_lines`` (1-based) get a red background."""
+def mlir_rows(text: str, highlight_lines: set[int] | frozenset[int] = frozenset(), linenos: bool = True) -> list[str]:
+    """One highlighted ``<div class="tripy-mlir-line">`` per line of ``text``; ``highlight_lines`` (1-based) red."""
     formatter = HtmlFormatter(noclasses=True, nowrap=True, style=MlirStyle)
     body = highlight(text if text.endswith("\n") else text + "\n", MlirLexer(), formatter)
     rows = body.rstrip("\n").split("\n")
@@ -108,8 +106,20 @@ def mlir_html(
         bg = "background:#fee2e2;" if i in highlight_lines else ""
         num = f'<span style="color:#9ca3af;user-select:none">{i:>{width}} </span>' if linenos else ""
         out.append(f'<div class="tripy-mlir-line" data-line="{i}" style="{bg}{hang}">{num}{row or " "}</div>')
+    return out
+
+
+def mlir_pre(rows_html: str) -> str:
+    """The ``<pre>`` that holds ``mlir_rows`` (folded into ``<details>`` or not)."""
     style = "font-size:12px;line-height:1.35;margin:0;overflow-wrap:anywhere;min-width:0;max-width:100%;flex:1 1 auto"
-    return f'<pre class="tripy-mlir" style="{style}">' + "".join(out) + "</pre>"
+    return f'<pre class="tripy-mlir" style="{style}">' + rows_html + "</pre>"
+
+
+def mlir_html(
+    text: str, highlight_lines: set[int] | frozenset[int] = frozenset(), linenos: bool = True
+) -> str:
+    """Highlighted MLIR with line numbers; ``highlight_lines`` (1-based) get a red background."""
+    return mlir_pre("".join(mlir_rows(text, highlight_lines, linenos)))
 
 
 # -- graph ------------------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ def level_dot(model: GraphModel, expanded: set[int] | list[int], values: dict[in
             extra += f', color="{RED}", penwidth=3' + (', fontcolor="#991b1b"' if n.kind == "failed" else "")
         shape = SHAPE.get(n.kind, "box")
         return (f'{pad}"n{i}" [id={q(n.id, "id")}, shape={shape}, style={style}, fillcolor="{fill}"{extra}, '
-                f"label={q(label)}, tooltip={q(n.tip or n.label, 'tooltip')}];")
+                f"label={q(label)}, tooltip={q(model.tip(i) or n.label, 'tooltip')}];")
 
     def emit(i: int, pad: str) -> None:
         n = model.nodes[i]

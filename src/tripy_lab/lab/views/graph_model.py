@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 
 MAX_CHILDREN = 60  # nodes per level before consecutive runs are folded into "ops a..b" nodes
 RUN_MIN = 10  # nodes per run at least
+TIP_OPS = 5000  # above this many ops the live bundle leaves out the ops' tooltips (the label stays): 40% of its size
 
 
-@dataclass
+@dataclass(slots=True)  # 30,000 of them for a 20,000-op program: slots make them cheaper to build
 class Node:
     id: str  # "op-%t5" (an op: the crosswalk's node id), "in-x", "out-0", "m:h.0.attn", "c:12", "r:3"
     label: str
@@ -29,7 +30,7 @@ class Node:
     children: list[int] = field(default_factory=list)
     line: str = ""  # the user's line (file:line), for search and labels
     module: str = ""  # dotted module path (every node inside a module carries it)
-    tip: str = ""  # tooltip: the op's listing, or what a group holds
+    tip: str = ""  # tooltip: what a group holds (an op's listing: ``GraphModel.tip``, formatted when drawn)
     n_ops: int = 0  # trace ops under this node
     n_const: int = 0  # ... of which constants (a node of constants only feeds many: its edges are summarized)
 
@@ -43,6 +44,12 @@ class GraphModel:
     top: list[int] = field(default_factory=list)  # the top level, in drawing order
     error: int | None = None  # the failing op's node (drawn red; its groups open on it)
     error_message: str = ""
+    leaf_ops: dict = field(default_factory=dict, repr=False)  # leaf node -> its TraceOp (tooltips, on demand)
+
+    def tip(self, index: int) -> str:
+        """Node ``index``'s tooltip: an op's listing (formatted here: 20,000 of them cost a second), else its own."""
+        op = self.leaf_ops.get(index)
+        return _tip(op) if op is not None else self.nodes[index].tip
 
     @property
     def roots(self) -> list[int]:
@@ -90,10 +97,9 @@ class GraphModel:
 
     def to_json(self, overlay=None, expanded: list[int] | None = None) -> dict:
         """The bundle the browser renderer lays out (``application/vnd.tripy-lab.graph+json``)."""
-        nodes = [{"i": n.id, "l": n.label, "k": n.kind, "p": n.parent, "s": n.line, "m": n.module, "t": n.tip,
-                  "n": n.n_ops, **({"c": n.children} if n.children else {})} for n in self.nodes]
+        nodes = [_node_json(self, i, n) for i, n in enumerate(self.nodes)]
         out = {"version": 1, "title": self.title, "nodes": nodes, "top": self.top,
-               "edges": [list(e) for e in self.edges],
+               "edges": self.edges,  # (a, b) tuples: JSON arrays
                "expanded": self.initial_expanded() if expanded is None else expanded,
                "error": self.error, "errorMessage": self.error_message, "overlay": None}
         if overlay is not None:
@@ -101,8 +107,28 @@ class GraphModel:
         return out
 
 
-def _op_label(op) -> str:
-    return f"{op.name} = {op.kind}"
+def _node_json(model: GraphModel, i: int, n: Node) -> dict:
+    """One node of the live bundle, compact: keys at their default are left out and the renderer fills them in
+    (extension/src/graph_level.ts): an op's ``i`` is ``"op-"`` and its label's name, ``n`` is 1 for an op and 0
+    for a group, ``s`` and ``m`` are the parent's, ``t`` is ""; an op's tooltip is sent for programs of at most
+    ``TIP_OPS`` ops."""
+    leaf = i in model.leaf_ops
+    out = {"l": n.label, "k": n.kind, "p": n.parent}
+    if not leaf or n.label.find(" = ") != len(n.id) - 3 or not n.label.startswith(n.id[3:]):  # as the renderer
+        out["i"] = n.id
+    parent = model.nodes[n.parent] if n.parent >= 0 else None
+    if n.line != (parent.line if parent is not None else ""):
+        out["s"] = n.line
+    if n.module != (parent.module if parent is not None else ""):
+        out["m"] = n.module
+    tip = n.tip if not leaf else _tip(model.leaf_ops[i]) if len(model.leaf_ops) <= TIP_OPS else ""
+    if tip:
+        out["t"] = tip
+    if n.n_ops != leaf:
+        out["n"] = n.n_ops
+    if n.children:
+        out["c"] = n.children
+    return out
 
 
 _SHORT: dict[tuple, str] = {}
@@ -121,8 +147,16 @@ def _short(loc) -> str:
     return text
 
 
+def json_node_id(node: dict) -> str:
+    """A live-bundle node's id (``_node_json`` leaves an op's out: ``"op-"`` and the name its label starts with)."""
+    if "i" in node:
+        return node["i"]
+    label = node.get("l", "")
+    return "op-" + label[:label.find(" = ")]
+
+
 def _tip(op) -> str:
-    """A node's tooltip: the op's listing, short for big programs (formatting 20,000 listings costs seconds)."""
+    """An op's tooltip: its listing, short (types of its results only)."""
     ins = ", ".join(t.name for t in op.inputs[:6]) + (", …" if len(op.inputs) > 6 else "")
     return f"{op.name} = {op.kind}({ins}) : {', '.join(t.type_str() for t in op.outputs)}"
 
@@ -133,6 +167,8 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
     (a later stage failed on it)."""
     nodes: list[Node] = []
     op_node: dict[str, int] = {}
+    leaf_of: dict = {}  # op -> its leaf (ops, tensors and calls hash by identity: eq=False)
+    leaf_ops: dict[int, object] = {}  # leaf -> its op
     top: list[int] = []
 
     def add(node: Node) -> int:
@@ -141,9 +177,9 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
 
     # Module tree: every path prefix of every op's module; ops sit in their innermost module.
     ops = trace.ops
-    own: dict[str, list] = {}
-    for op in ops:
-        own.setdefault(op.module or "", []).append(op)
+    own: dict[str, list] = {}  # path -> [(program position, op)]
+    for pos, op in enumerate(ops):
+        own.setdefault(op.module or "", []).append((pos, op))
     paths = {""}
     for path in own:
         parts = path.split(".") if path else []
@@ -153,13 +189,12 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
     for p in sorted(paths, key=lambda s: (s.count("."), s)):
         if p:
             kids[p.rsplit(".", 1)[0] if "." in p else ""].append(p)
-    order = {id(op): i for i, op in enumerate(ops)}
     first = {}  # path -> program position of its first op (children are drawn in program order)
 
     def first_pos(p: str) -> int:
         if p not in first:
-            mine = [order[id(o)] for o in own.get(p, []) if o.kind != "constant"] + [first_pos(c) for c in kids[p]]
-            mine = mine or [order[id(o)] for o in own.get(p, [])]
+            mine = [k for k, o in own.get(p, []) if o.kind != "constant"] + [first_pos(c) for c in kids[p]]
+            mine = mine or [k for k, _ in own.get(p, [])]
             first[p] = min(mine) if mine else len(ops)
         return first[p]
 
@@ -190,26 +225,25 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
 
     def fill(path: str, parent: int) -> None:
         items: list[tuple[int, int]] = []
-        calls: dict[int, list] = {}
-        for op in own.get(path, []):
-            if op.call is not None:
-                calls.setdefault(id(op.call), []).append(op)
-        done: set[int] = set()
-        for op in own.get(path, []):
-            group = calls.get(id(op.call)) if op.call is not None else None
+        mine = own.get(path, [])
+        calls: dict = {}  # call -> [(position, op)]
+        for item in mine:
+            if item[1].call is not None:
+                calls.setdefault(item[1].call, []).append(item)
+        for pos, op in mine:
+            group = calls.get(op.call) if op.call is not None else None
             if group is not None and len(group) > 1:
-                if id(op.call) in done:
-                    continue
-                done.add(id(op.call))
+                if group[0][1] is not op:
+                    continue  # drawn with the call's first op
                 call = op.call
-                line = _short(call.location) or _short(group[-1].location)
+                line = _short(call.location) or _short(group[-1][1].location)
                 label = f"{call.name.strip('_') or call.name} ({len(group)} ops)"
                 c = add(Node(f"c:{len(nodes)}", label, "call", parent, line=line, module=path,
-                             tip=f"{call.name} at {line}: " + ", ".join(o.kind for o in group[:12])))
-                place([(order[id(o)], _leaf(o, c, path)) for o in group], c, path)
-                items.append((order[id(group[0])], c))
+                             tip=f"{call.name} at {line}: " + ", ".join(o.kind for _, o in group[:12])))
+                place([(k, _leaf(o, c, path)) for k, o in group], c, path)
+                items.append((pos, c))
             else:
-                items.append((order[id(op)], _leaf(op, parent, path)))
+                items.append((pos, _leaf(op, parent, path)))
         for child in lifted(path):
             rel = child[len(path) + 1:] if path else child
             g = add(Node("m:" + child, rel, "module", parent, module=child, tip=f"module {child}"))
@@ -218,10 +252,12 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
         place(items, parent, path)
 
     def _leaf(op, parent: int, path: str) -> int:
-        kind = "const" if op.kind == "constant" else "op"
-        i = add(Node("op-" + op.name, _op_label(op), kind, parent, line=_short(op.location), module=path,
-                     tip=_tip(op), n_ops=1))
-        op_node[op.name] = i
+        name = op.outputs[0].name
+        i = len(nodes)
+        nodes.append(Node("op-" + name, f"{name} = {op.kind}", "const" if op.kind == "constant" else "op", parent,
+                          line=_short(op.location), module=path, n_ops=1))
+        op_node[name] = leaf_of[op] = i
+        leaf_ops[i] = op
         return i
 
     inputs = [add(Node("in-" + t.name, f"{t.name}\n{t.type_str()}", "input", tip=t.type_str()))
@@ -232,20 +268,21 @@ def build(trace, title: str = "", failed: dict | None = None, error_op: str | No
     # the top level is never cut into runs with the inputs and outputs in them: they stay at the ends
     _count_ops(nodes)
 
-    producer = {id(t): op_node[op.name] for op in ops for t in op.outputs}
-    producer.update({id(t): inputs[k] for k, t in enumerate(trace.inputs)})
+    producer = {t: leaf_of[op] for op in ops for t in op.outputs}
+    producer.update({t: inputs[k] for k, t in enumerate(trace.inputs)})
     edges: dict[tuple[int, int], None] = {}
     for op in ops:
-        dst = op_node[op.name]
+        dst = leaf_of[op]
         for t in op.inputs:
-            src = producer.get(id(t))
+            src = producer.get(t)
             if src is not None:
                 edges[(src, dst)] = None
     for k, t in enumerate(trace.outputs):
-        src = producer.get(id(t))
+        src = producer.get(t)
         if src is not None:
             edges[(src, outputs[k])] = None
-    model = GraphModel(title or trace.name, nodes, list(edges), op_node, [*inputs, *top, *outputs])
+    model = GraphModel(title or trace.name, nodes, list(edges), op_node, [*inputs, *top, *outputs],
+                       leaf_ops=leaf_ops)
     if failed:
         _add_failed(model, failed, producer)
     elif error_op in op_node:
@@ -301,7 +338,7 @@ def _add_failed(model: GraphModel, failed: dict, producer: dict) -> None:
     if parent is not None:
         model.nodes[parent].children.append(index)
     for t in failed.get("tensors", []):
-        src = producer.get(id(t))
+        src = producer.get(t)
         if src is not None:
             model.edges.append((src, index))
     model.error, model.error_message = index, failed.get("message", "")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from tripy_lab.engine.base import CompiledEngine
 from tripy_lab.engine.memory import fmt_bytes
 from tripy_lab.lab.html import esc
-from tripy_lab.lab.views import crosswalk
+from tripy_lab.lab.views import crosswalk, mlir_folds
 from tripy_lab.lab.views import draw as views
 from tripy_lab.lab.views.limits import LIVE, SNAPSHOT, Limits, _cut, _ms, head_html, note_html  # noqa: F401 (re-exported: callers name tabs.LIVE, tabs.note_html)
 from tripy_lab.lab.views.trace_pane import FailedTraceView, MissingView, TraceView  # noqa: F401 (re-exported)
@@ -47,12 +47,15 @@ class MlirView:
     generic: bool = False
     error_op: str | None = None
     accuracy: object = None  # an AccuracyReport of this program: lines shaded by error (lab/views/accuracy_views.py)
+    folds: list = field(default_factory=list)  # mlir_folds.Fold per top-level module: the lines fold as the graph
 
     @classmethod
-    def of(cls, lowered, generic: bool = False, error_op: str | None = None) -> MlirView:
-        """Profiles inlined, big constants elided, locations kept to highlight the failing op's lines."""
+    def of(cls, lowered, generic: bool = False, error_op: str | None = None, model=None) -> MlirView:
+        """Profiles inlined, big constants elided, locations kept to highlight the failing op's lines and to fold
+        the lines by module (``model``: the trace's folded graph, ``TraceView.model``)."""
         lines = crosswalk.mlir_lines(lowered, generic)
-        return cls(lines, len(lowered.program.ops()), lowered.seconds, generic, error_op)
+        return cls(lines, len(lowered.program.ops()), lowered.seconds, generic, error_op,
+                   folds=mlir_folds.folds([op for _, op in lines], model))
 
     @property
     def text(self) -> str:
@@ -63,10 +66,15 @@ class MlirView:
         cut = limits.mlir_lines is not None and len(lines) > limits.mlir_lines
         if cut:
             lines = lines[: limits.mlir_lines]
-        marked = {i + 1 for i, (_, op) in enumerate(lines) if self.error_op is not None and op == self.error_op}
+        marked = {i + 1 for i, (_, op) in enumerate(self.lines) if self.error_op is not None and op == self.error_op}
+        folded = f" · folded by module ({len(self.folds)} at the top level)" if self.folds else ""
         head = head_html(f"{self.n_ops} MLIR ops · lowered in {_ms(self.seconds)}"
-                         f"{' · generic form' if self.generic else ''}")
-        body = views.mlir_html("\n".join(t for t, _ in lines), marked)
+                         f"{' · generic form' if self.generic else ''}{folded}")
+        rows = views.mlir_rows("\n".join(t for t, _ in lines), marked)
+        if self.folds:
+            body = views.mlir_pre(mlir_folds.folds_html(rows, self.folds, {i - 1 for i in marked}))
+        else:
+            body = views.mlir_pre("".join(rows))
         if self.accuracy is not None and not self.generic:
             from tripy_lab.lab.views import accuracy_views
 
@@ -307,7 +315,8 @@ def stage_views(traced=None, lowered=None, built=None, *, error: dict | None = N
     if traced is not None:
         out["trace"] = TraceView.of(traced, error_op)
     if lowered is not None:
-        out["mlir"] = MlirView.of(lowered, generic, error_op)
+        model = out["trace"].model if "trace" in out else None
+        out["mlir"] = MlirView.of(lowered, generic, error_op, model)
     if built is not None:
         out["engine"] = EngineView.of(built)
     out["error"] = ErrorView(error)

@@ -38,7 +38,7 @@ def picture_html(svg: str | None, dot: str, note: str, image: bool, caption: str
 class TraceView:
     n_ops: int
     seconds: float | None
-    listing: str
+    source: object  # the listing's text, or the Traced it is printed from when first shown (20,000 ops: 0.5 s)
     model: graph_model.GraphModel
     overlay: graph_draw.Overlay | None = None
     _drawn: dict = field(default_factory=dict, repr=False)  # expanded tuple -> (svg, dot, note)
@@ -47,13 +47,19 @@ class TraceView:
     def of(cls, traced, error_op: str | None = None, overlay: graph_draw.Overlay | None = None) -> TraceView:
         failed = getattr(traced, "failed_call", None)
         model = graph_model.build(traced.trace, failed=failed, error_op=error_op)
-        return cls(len(traced.trace.ops), traced.seconds, traced.as_text(), model, overlay)
+        return cls(len(traced.trace.ops), traced.seconds, traced, model, overlay)
+
+    @property
+    def listing(self) -> str:
+        if not isinstance(self.source, str):
+            self.source = self.source.as_text()
+        return self.source
 
     def __repr__(self) -> str:  # a notebook shows it after lab.graph(...): not the whole listing
         return f"TraceView({self.model.title!r}: {self.n_ops} ops, {len(self.model.roots)} top-level nodes)"
 
     def with_overlay(self, overlay: graph_draw.Overlay | None) -> TraceView:
-        return TraceView(self.n_ops, self.seconds, self.listing, self.model, overlay)
+        return TraceView(self.n_ops, self.seconds, self.source, self.model, overlay)
 
     def drawing(self, expanded=()) -> tuple[str | None, str, str]:
         key = tuple(sorted(expanded))
@@ -86,9 +92,11 @@ class TraceView:
 
     def _head(self) -> str:
         groups = sum(1 for n in self.model.nodes if n.kind == "module")
-        return head_html(f"{self.n_ops} ops in {groups} module groups · traced in {_ms(self.seconds)} · "
-                         "folded by module and by frontend call; inputs blue, constants yellow, outputs green; "
-                         "<code>?</code> marks a dynamic dim")
+        ops = f"{self.n_ops} op" + ("" if self.n_ops == 1 else "s")
+        where = f" in {groups} module group" + ("" if groups == 1 else "s") if groups else ""
+        folded = "folded by module and by frontend call" if groups else "folded by frontend call"
+        return head_html(f"{ops}{where} · traced in {_ms(self.seconds)} · {folded}; inputs blue, constants yellow, "
+                         "outputs green; <code>?</code> marks a dynamic dim")
 
     def graph_html(self, limits) -> str:
         """The top level and as many opened groups as ``limits.svg_chars`` has room for."""
@@ -112,7 +120,7 @@ class TraceView:
             if k == 0:
                 parts.append(picture_html(svg, dot, note, limits.svg_image))
                 continue
-            name = "every group opened" if group == -1 else self.model.nodes[group].module or \
+            name = "every group" if group == -1 else self.model.nodes[group].module or \
                 self.model.nodes[group].label.splitlines()[0]
             body = picture_html(svg, dot, note, limits.svg_image)
             opened = " open" if len(parts) == 1 else ""  # the first module opened shows, the others on a click

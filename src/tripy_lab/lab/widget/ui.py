@@ -123,7 +123,8 @@ class LabWidget:
         elif key == "trace" and s.traced is not None:
             view = tabs.TraceView.of(s.traced, s.error_op, self.overlay or timing_overlay(s.built))
         elif key == "mlir" and s.lowered is not None:
-            view = tabs.MlirView.of(s.lowered, self.generic.value, s.error_op)
+            trace = self._view("trace")  # the MLIR folds by module as the trace graph does
+            view = tabs.MlirView.of(s.lowered, self.generic.value, s.error_op, getattr(trace, "model", None))
         elif key == "engine" and s.built is not None:
             view = tabs.EngineView.of(s.built)
         elif key in ("mlir", "engine", "crosswalk") and s.error is not None:
@@ -271,7 +272,8 @@ class LabWidget:
         error = None if info is None else {"message": info["summary"], "op": info.get("op")}
         graph = trace.bundle() if hasattr(trace, "bundle") else None  # the folded graph, drawn in the browser
         bundle = crosswalk.build_bundle(s.traced, s.lowered, s.built, title=self.session.exe_name, error=error,
-                                        svg=None if graph else trace.svg, dot=trace.dot, graph=graph)
+                                        svg=None if graph else trace.svg, dot=trace.dot, graph=graph,
+                                        model=getattr(trace, "model", None))
         # Where the tripy-lab renderer is not installed, the static trace/MLIR/layer panes stand in.
         panes = {key: self._view(key) for key in ("trace", "mlir", "engine")}
         fallback = snapshot.snapshot_html(self.title, panes, keys=("trace", "mlir", "engine"))
