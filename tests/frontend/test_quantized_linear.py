@@ -106,3 +106,20 @@ def test_quantization_errors():
     unset.bias = tp.ones((2,))
     with pytest.raises(tp.TripyException, match="never set"):
         unset(tp.ones((1, 2)))  # weight_scale is required
+
+
+@pytest.mark.parametrize("seed", [18, 21, 26, 31])
+def test_int8_inputs_and_weights_over_their_full_range_match_numpy(seed):
+    """Inputs and weights quantized over the whole int8 range: onnxruntime's fused integer MatMul (u8s8 on x86
+    CPUs without VNNI) saturated its 16-bit pair sums here and returned wrong numbers (these seeds did)."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((4, 6)).astype(np.float32)
+    lin = tp.Linear(6, 4, bias=False, quant_dtype=tp.int8, weight_quant_dim=0)
+    lin.weight = tp.Tensor(w)
+    scale = (np.abs(w).max(axis=1) / 127).astype(np.float32)
+    lin.weight_scale = tp.Tensor(scale)
+    lin.input_scale = tp.Tensor(np.float32(0.02))
+    x = np.random.default_rng(100 + seed).standard_normal((5, 6)).astype(np.float32)
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 2, 5), 6), tp.float32)])
+    want = _q(x, np.float32(0.02)) @ _q(w, scale[:, None]).T
+    np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x).eval())), want, rtol=1e-5, atol=1e-5)

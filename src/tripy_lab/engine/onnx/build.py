@@ -145,6 +145,9 @@ class OnnxRuntimeCompiled(CompiledEngine):
         so.log_severity_level = 3  # errors only: its warnings are about its own choices, not the user's program
         if (os.cpu_count() or 1) <= SLEEP_AT_OR_BELOW_CPUS:
             so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Q/DQ stay as written: fused into onnxruntime's integer MatMul (u8s8 on x86 CPUs without VNNI) they
+        # saturate 16-bit pair sums and gave wrong numbers for full-range int8 inputs and weights.
+        so.add_session_config_entry("session.disable_quant_qdq", "1")
         if optimized:
             so.optimized_model_filepath = optimized
         if profile_prefix:
