@@ -6,7 +6,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,20 +15,12 @@ import tripy_lab as tp
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-ROOT = Path(__file__).resolve().parents[2]
 F32 = tp.float32
 rng = np.random.default_rng(0)
 
 
-def _bench():
-    """benchmarks/bench_onnx.py: its nanoGPT (causal attention, MLP, tied embedding) is the model here."""
-    spec = importlib.util.spec_from_file_location("bench_onnx", ROOT / "benchmarks" / "bench_onnx.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import bench_onnx as bench  # noqa: E402 - benchmarks/ (tests/engine/conftest.py)
 
-
-bench = _bench()
 MODEL_FILE = "bench_onnx.py:"
 
 

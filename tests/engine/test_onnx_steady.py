@@ -1,8 +1,6 @@
 """What the onnxruntime engine hands onnxruntime for a GPT (issue 31 item 4, CPU steady state): structure that
 decides its per-call speed, pinned without timing. ``benchmarks/bench_cpu_steady.py`` measures the speed."""
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,19 +9,9 @@ import tripy_lab as tp
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
+import bench_onnx as bench  # noqa: E402 - benchmarks/ (tests/engine/conftest.py)
 from onnx import numpy_helper  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_onnx", ROOT / "benchmarks" / "bench_onnx.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _bench()
 CFG = dict(vocab=50, ctx=16, d=32, heads=4, layers=2)
 
 

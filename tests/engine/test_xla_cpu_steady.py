@@ -4,9 +4,7 @@ GEMMs) with the same bits as the jax path's HIGHEST dots. ``benchmarks/bench_cpu
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,15 +15,6 @@ jax = pytest.importorskip("jax")
 
 from tripy_lab.engine import xla  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_onnx", ROOT / "benchmarks" / "bench_onnx.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(autouse=True)
 def fresh_store(tmp_path, monkeypatch):
@@ -33,7 +22,7 @@ def fresh_store(tmp_path, monkeypatch):
 
 
 def _gpt_exe(direct: bool, monkeypatch):
-    bench = _bench()
+    import bench_onnx as bench  # benchmarks/ (tests/engine/conftest.py)
     model = bench.GPT(vocab=50, ctx=16, d=32, heads=4, layers=2)
     bench.randomize(model)
     monkeypatch.setattr(xla, "DIRECT_STABLEHLO", direct)
