@@ -185,6 +185,19 @@ def test_name_loc_equals_the_verified_constructor():
         a.desc.data = "%t9"
 
 
+def test_a_full_name_cache_keeps_its_names_instead_of_starting_over(monkeypatch):
+    # a program with more op names than the cache holds must not evict %t0.. (every program's names): clearing
+    # when full made each lowering of a 76k-op program rebuild all of its names
+    monkeypatch.setattr(attrs, "_NAMES", {})
+    monkeypatch.setattr(attrs, "_NAMES_LIMIT", 4)
+    first = attrs.name_loc("%t0", UnknownLoc()).desc
+    for i in range(1, 10):
+        attrs.name_loc(f"%t{i}", UnknownLoc())
+    assert len(attrs._NAMES) == 4 and attrs.name_loc("%t0", UnknownLoc()).desc is first
+    late = attrs.name_loc("%t9", UnknownLoc())  # past the limit: built, correct, not kept
+    assert late.desc == StringAttr("%t9") and "%t9" not in attrs._NAMES
+
+
 def test_origin_text_is_the_listing_at_lowering_time():
     def f(x):
         return tp.exp(x) + 1.0

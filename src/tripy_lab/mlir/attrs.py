@@ -164,6 +164,9 @@ def file_loc(file: str, line: int, col: int) -> FileLineColLoc:
 
 _FILE_LOCS: dict[tuple, FileLineColLoc] = {}
 _NAMES: dict[str, StringAttr] = {}
+# Clearing when full made every lowering past the limit rebuild all its names (%t0.. again): a 76k-op program
+# thrashed a 32k cache. Names are few per op and shared by every program, so this cache keeps its first ones.
+_NAMES_LIMIT = 1 << 17
 _DESC, _CHILD = (f for f, _ in NameLoc.get_irdl_definition().parameters)  # ("desc", "location")
 _new, _set = object.__new__, object.__setattr__
 
@@ -177,7 +180,8 @@ def name_loc(name: str, child: FileLineColLoc | UnknownLoc | NameLoc) -> NameLoc
     if desc is None:  # every program names its ops %t0, %t1, ...: one immutable StringAttr per name
         desc = _new(StringAttr)
         _set(desc, "data", name)
-        _remember(_NAMES, name, desc)
+        if len(_NAMES) < _NAMES_LIMIT:  # full: keep the low names every program reuses, never clear them
+            _NAMES[name] = desc
     loc = _new(NameLoc)
     _set(loc, _DESC, desc)
     _set(loc, _CHILD, child)
