@@ -329,3 +329,17 @@ def test_auto_names_past_the_shared_list_are_formatted(monkeypatch):
     trace = pipeline.trace(f, args=[tp.InputInfo((2,), tp.float32)]).trace
     assert [t.name for op in trace.ops for t in op.outputs] == [f"%t{i}" for i in range(16)]
     assert graph._AUTO_NAMES == [f"%t{i}" for i in range(5)]
+
+
+def test_trace_tensors_and_ops_are_slotted_records():
+    # every op makes a TraceOp and its TraceTensors: no per-object __dict__ (one allocation less each), and a
+    # misspelt attribute fails instead of hanging a stray value on the graph
+    traced = pipeline.trace(lambda x: tp.softmax(x * 2.0, dim=-1), args=[tp.InputInfo((2, 3), tp.float32)])
+    op = traced.trace.ops[-1]
+    for obj in (op, op.outputs[0], traced.trace.inputs[0]):
+        assert not hasattr(obj, "__dict__")
+        with pytest.raises(AttributeError):
+            obj.not_a_field = 1
+    # fields still read and write as before (renumbering and producers set them after construction)
+    out = op.outputs[0]
+    assert out.producer is op and out.name.startswith("%t") and op.name == out.name

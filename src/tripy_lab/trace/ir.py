@@ -16,7 +16,7 @@ def fresh_name() -> str:
     return f"%t{next(_counter)}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # no __dict__: one allocation less per tensor/op
 class TraceTensor:
     """A value in the graph. ``shape`` holds ints where known and None for dynamic dims."""
 
@@ -62,7 +62,7 @@ class CallScope:
     location: SourceLocation | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # no __dict__: one allocation less per tensor/op
 class TraceOp:
     """One op: ``kind`` is its row in the op table; ``params`` holds op-specific plain data."""
 
