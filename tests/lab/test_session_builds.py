@@ -184,3 +184,21 @@ def test_every_settled_edit_builds_in_the_background_and_the_next_edit_restarts_
     assert "press Build" not in s.status()[0] and s.status()[1] == "ok"
     assert ns["exe"].input_infos["a"].shape_bounds.opt == (1, 4)
     assert s.counts["build"] == 2  # the first build and the last one; the dropped one never landed
+
+
+def test_the_cells_build_waits_for_the_same_build_already_running(gate):
+    """An edit started the build; the cell's own build for the same bounds (``wait``) waits for that one instead
+    of returning at once without an Executable, and the build runs once."""
+    s, ns = session()
+    first = threading.Thread(target=s.refresh, daemon=True)  # the edit's refresh starts the build
+    first.start()
+    assert gate.started.wait(5) and s.building
+    cell = threading.Thread(target=lambda: s.build(wait=True), daemon=True)
+    cell.start()
+    cell.join(0.3)
+    assert cell.is_alive(), "the cell's build returned while the build was still running"
+    gate.set()
+    cell.join(10)
+    first.join(10)
+    assert not cell.is_alive() and not first.is_alive()
+    assert isinstance(ns["exe"], tp.Executable) and s.counts["build"] == 1 and not s.building

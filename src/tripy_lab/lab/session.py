@@ -355,8 +355,10 @@ class Session:
             self.notify(changed)
             return
         if self.job is not None:
-            if self.job.key == self._build_key():
-                return  # this build is already running
+            if self.job.key == self._build_key():  # this build is already running (started by an edit)
+                if wait:
+                    self._wait(self.job)  # the cell's first build still waits for it, and an interrupt stops it
+                return
             self.cancel_build("superseded")
         job = BuildJob(self._build_key(), self.lowered, self.engine, self.optimization_level)
         self.job, self.building, self.note = job, True, ""
@@ -371,13 +373,12 @@ class Session:
             loop = None if wait else _running_loop()
             if loop is None:
                 threading.Thread(target=job.run, name="tripy-lab-build", daemon=True).start()
-                while not job.done.wait(self.progress_seconds):
-                    self.notify({"status"})  # the elapsed time
-                self._finish(job)
-                return
         except KeyboardInterrupt:
             self.cancel_build("interrupted")
             raise
+        if loop is None:
+            self._wait(job)
+            return
 
         def finish() -> None:
             if not job.cancelled and not loop.is_closed():  # a cancelled job's late result goes nowhere
@@ -433,6 +434,16 @@ class Session:
         self._unhook_interrupt(job)
         self.job, self.building = None, False
         self.stale |= set(SLOW_TABS)
+
+    def _wait(self, job: BuildJob) -> None:
+        """Block until ``job`` is done, showing the elapsed time; an interrupt cancels it (and is re-raised)."""
+        try:
+            while not job.done.wait(self.progress_seconds):
+                self.notify({"status"})  # the elapsed time
+        except KeyboardInterrupt:
+            self.cancel_build("interrupted")
+            raise
+        self._finish(job)
 
     def _finish(self, job: BuildJob) -> None:
         """Take a finished build's result (on the kernel's thread); a cancelled one is dropped."""
