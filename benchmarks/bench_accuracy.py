@@ -95,8 +95,9 @@ def main() -> None:
           f"first divergent: {acc['first_divergent']}; logits max abs error {acc['logits_max_abs']:.3g}")
     print(f"accuracy() {acc['accuracy_s']:.1f} s (goal <= 60 s); peak accuracy / model = {ratio:.2f}x (goal <= 2x)")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"model": model, "accuracy": acc, "ratio": ratio}, f, indent=1)
+        from tripy_lab.core.files import write_atomic  # a half-written result never replaces a whole one
+
+        write_atomic(args.json, json.dumps({"model": model, "accuracy": acc, "ratio": ratio}, indent=1))
 
 
 if __name__ == "__main__":

@@ -209,8 +209,9 @@ def main(argv=None):
         print(f"{k:32s} {v:.3g}" if isinstance(v, float) and abs(v) < 0.01 else
               f"{k:32s} {v:.3f}" if isinstance(v, float) else f"{k:32s} {v}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+        from tripy_lab.core.files import write_atomic  # a half-written result never replaces a whole one
+
+        write_atomic(args.json, json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

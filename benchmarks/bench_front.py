@@ -221,8 +221,9 @@ def main(argv=None):
                   "executable call <= 1.5x jit": r["executable_vs_jit"] <= 1.5}
     print(json.dumps(r, indent=1))
     if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(r, fh, indent=1)
+        from tripy_lab.core.files import write_atomic  # a half-written result never replaces a whole one
+
+        write_atomic(a.json, json.dumps(r, indent=1))
     return r
 
 

@@ -217,8 +217,9 @@ def main(argv=None):
     out["load_average_after"] = os.getloadavg()[0]
     print(json.dumps({k: v for k, v in out.items() if k != "sizes"}, indent=1))
     if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        from tripy_lab.core.files import write_atomic  # a half-written result never replaces a whole one
+
+        write_atomic(a.json, json.dumps(out, indent=1))
     return out
 
 

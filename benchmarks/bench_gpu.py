@@ -31,6 +31,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share the GPU
 import numpy as np
 
 import tripy_lab as tp
+from tripy_lab.core.files import write_atomic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt  # noqa: E402
@@ -287,7 +288,7 @@ def bench_gpt(results, out_dir=None):
                               if k in ("layer", "kind", "time_ms", "source_lines", "kernel")}
                              for rw in top.to_dict("records")]
         if out_dir:
-            layers.to_csv(os.path.join(out_dir, f"gpt_layers_{key}.csv"), index=False)
+            write_atomic(os.path.join(out_dir, f"gpt_layers_{key}.csv"), layers.to_csv(index=False))
         r[key] = row
         print(key, json.dumps({k: v for k, v in row.items() if k not in ("top_layers",)}, indent=1), flush=True)
 
@@ -378,8 +379,7 @@ def main():
                 results[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
     print(json.dumps(results, indent=2))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+        write_atomic(args.json, json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -144,8 +144,9 @@ def main() -> None:
               f"{r['checksum']:.4f} |")
     print(f"peak tripy / jax = {ratio:.2f}x (goal <= 1.2x)")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "ratio": ratio, "layers": args.layers}, f, indent=2)
+        from tripy_lab.core.files import write_atomic  # a half-written result never replaces a whole one
+
+        write_atomic(args.json, json.dumps({"rows": rows, "ratio": ratio, "layers": args.layers}, indent=2))
 
 
 if __name__ == "__main__":

@@ -136,8 +136,9 @@ def main(argv=None):
         report["speedup"] = report["runs"][0]["sweep_s"] / report["runs"][-1]["sweep_s"]
         print(f"speed-up {counts[0]} -> {counts[-1]} workers: {report['speedup']:.2f}x (goal >= 1.6x)")
     if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(report, fh, indent=1, default=str)
+        from tripy_lab.core.files import write_atomic  # a half-written result never replaces a whole one
+
+        write_atomic(a.json, json.dumps(report, indent=1, default=str))
 
 
 if __name__ == "__main__":

@@ -139,8 +139,9 @@ def main():
               f"{v['revisit_ms']:>12.3f}")
     print(json.dumps(r, indent=1))
     if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(r, fh, indent=1)
+        from tripy_lab.core.files import write_atomic  # a half-written result never replaces a whole one
+
+        write_atomic(a.json, json.dumps(r, indent=1))
 
 
 if __name__ == "__main__":

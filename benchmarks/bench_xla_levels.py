@@ -97,8 +97,9 @@ def main(argv=None):
     info = {"jax": jax.__version__, "device": jax.devices()[0].device_kind, "batch": a.batch, "d": a.d,
             "dtype": a.dtype, "rows": rows}
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(info, f, indent=1)
+        from tripy_lab.core.files import write_atomic  # a half-written result never replaces a whole one
+
+        write_atomic(a.json, json.dumps(info, indent=1))
     return info
 
 

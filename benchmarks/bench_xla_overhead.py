@@ -175,8 +175,9 @@ def main(argv=None):
             "weights": a.weights, "dim": a.dim,
             "median_us": results}
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(info, f, indent=1)
+        from tripy_lab.core.files import write_atomic  # a half-written result never replaces a whole one
+
+        write_atomic(a.json, json.dumps(info, indent=1))
     return info
 
 

@@ -24,6 +24,7 @@ import gpt  # noqa: E402
 from bench_gpu import timed  # noqa: E402
 
 import tripy_lab as tp  # noqa: E402
+from tripy_lab.core.files import write_atomic  # noqa: E402
 
 _CMDBUF_ALL = "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"
 _LT = {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True}
@@ -223,10 +224,10 @@ def main():
                 row["top"] = [f"{r['layer']} [{r['kind']}] {r['time_ms']:.4f} ms {r['source_lines']}"
                               for r in top.to_dict("records")]
                 if a.out_dir:
-                    with open(os.path.join(a.out_dir, f"hlo_B{b}_T{t}_{name.replace('+', '_')}.txt"), "w") as fh:
-                        fh.write(built.report.extra_stages.get("hlo", ""))
+                    write_atomic(os.path.join(a.out_dir, f"hlo_B{b}_T{t}_{name.replace('+', '_')}.txt"),
+                                 built.report.extra_stages.get("hlo", ""))
                     csv = f"layers_B{b}_T{t}_{name.replace('+', '_')}.csv"
-                    layers.to_csv(os.path.join(a.out_dir, csv), index=False)
+                    write_atomic(os.path.join(a.out_dir, csv), layers.to_csv(index=False))
                 c = exe._compiled
                 raw, consts = c._opt.call, tuple(c._consts)
                 last = {}
@@ -242,8 +243,7 @@ def main():
     xla.OPT_LEVEL_OPTIONS[3] = {}
     results = {k: v for k, v in results.items() if not k.endswith(" logits")}
     if a.out_dir:
-        with open(os.path.join(a.out_dir, "gpt_options.json"), "w") as fh:
-            json.dump(results, fh, indent=1)
+        write_atomic(os.path.join(a.out_dir, "gpt_options.json"), json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":
