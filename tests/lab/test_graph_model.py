@@ -56,7 +56,7 @@ def test_top_level_is_modules_and_calls(traced):
     assert "h.0" in top and "h.1" in top and "h" not in top
     assert top.index("h.0") < top.index("h.1")
     calls = [model.nodes[i] for i in model.roots if model.nodes[i].kind == "call"]
-    assert [c.label for c in calls] == ["mul (4 ops)"] and top[-3].endswith("= softmax")
+    assert [c.label for c in calls] == ["mul (2 ops)"] and top[-3].endswith("= softmax")
     h0 = model.module_node("h.0")
     assert "act" in labels(model, model.nodes[h0].children)
     assert model.module_node("h.0.act") is not None and model.module_node("h") is None

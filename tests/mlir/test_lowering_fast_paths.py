@@ -223,8 +223,8 @@ def test_constants_take_the_location_of_their_first_user_or_the_last_op():
 
     lowered = pipeline.trace(f, args=[tp.InputInfo((2,), F32)]).lower()
     consts = [op for op in lowered.program.ops() if op.name == "tensorrt.constant"]
-    reshape = next(op for op in lowered.program.ops() if op.name == "tensorrt.reshape")
-    assert consts[0].location == reshape.location  # 1.0: emitted at the reshape (rank matching) that uses it
+    add = next(op for op in lowered.program.ops() if op.name == "tensorrt.element_wise")
+    assert consts[0].location == add.location  # 1.0: emitted at the add that uses it
     last = lowered.traced.trace.ops[-1]
     assert last.kind == "constant"  # the returned constant: at its own trace op and line
     assert consts[-1].location.desc.data == last.name

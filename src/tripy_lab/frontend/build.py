@@ -92,8 +92,8 @@ _F32_MAX = float(np.finfo(np.float32).max)
 
 
 def scalar_constant(value, dt: dtypes.dtype, rank: int = 0, loc=None) -> Tensor:
-    """A Python number as a constant of ``dt``; ``rank`` > 0: reshaped to ``rank`` ones, the ops that
-    ``match_ranks`` would add (a shape constant and a reshape), made here with one location look-up."""
+    """A Python number as a constant of ``dt``; ``rank`` > 0: of shape ``(1,) * rank``, so that it broadcasts
+    against a tensor of that rank without the reshape ``match_ranks`` would add."""
     kind = type(value)
     if kind is float and dt is dtypes.float32 and -_F32_MAX <= value <= _F32_MAX:  # x * 2.0: fits, nothing to check
         array = np.asarray(value, dtype=_F32)
@@ -109,15 +109,8 @@ def scalar_constant(value, dt: dtypes.dtype, rank: int = 0, loc=None) -> Tensor:
                 array = np.asarray(value, dtype=npdt)
     if loc is None:
         loc = op_location()
-    # what constant() and the rank-matching reshape make, with the shapes their rules give
-    out = record("constant", [], array.shape, dt, {"value": array, "dtype": dt}, loc)
     if rank:
-        ones = _ONES.get(rank)
-        ones = np.ones(rank, dtype=np.int32) if ones is None else ones.copy()  # each constant owns its array
-        shape = record("constant", [], (rank,), dtypes.int32, {"value": ones, "dtype": dtypes.int32}, loc)
-        shape.value, shape.is_shape = ones, True
-        out = record("reshape", [out, shape], (1,) * rank, dt, {}, loc)
-    return wrap(out)
-
-
-_ONES = {rank: np.ones(rank, dtype=np.int32) for rank in range(1, 9)}
+        # One constant already of rank ``rank`` (all 1s), not a 0-d constant, a shape constant and a reshape:
+        # the same value for a third of the ops (``x * 2.0`` is most programs' most common call).
+        array = array.reshape((1,) * rank)
+    return wrap(record("constant", [], array.shape, dt, {"value": array, "dtype": dt}, loc))

@@ -152,8 +152,31 @@ class Module:
                 with recording(key.rpartition(".")[0], "initialize_dummy_parameters"):
                     self._set_by_key(key, ops_init.ones(value.shape or (), value.dtype))
 
+    def _may_have_unset(self) -> bool:
+        """Whether a required placeholder (a DefaultParameter, not an Optional one) is anywhere in the tree: a plain
+        walk over attribute values, no keys built (every module call asks; state_dict names them when one is)."""
+        stack, seen = [self], set()
+        while stack:
+            module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            for value in vars(module).values():
+                kind = type(value)
+                if kind is DefaultParameter:
+                    return True
+                if kind is list or kind is tuple or kind is dict:
+                    for v in (value.values() if kind is dict else value):
+                        if type(v) is DefaultParameter:
+                            return True
+                        if isinstance(v, Module):
+                            stack.append(v)
+                elif isinstance(value, Module):
+                    stack.append(value)
+        return False
+
     def __call__(self, *args, **kwargs):
-        unset = [k for k, v in self.state_dict().items() if type(v) is DefaultParameter]
+        unset = self._may_have_unset() and [k for k, v in self.state_dict().items() if type(v) is DefaultParameter]
         if unset:
             raise_error("Some parameters were never set in the module. Please assign tensors for these parameters.",
                         [f"Note: Not set parameters were: {', '.join(unset)}"])

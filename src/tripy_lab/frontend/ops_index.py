@@ -51,6 +51,15 @@ def _static_step(step) -> int:
     return check_int("__getitem__", "step", step)
 
 
+def _known(v):
+    """A DimensionSize whose value is known now (``x.shape[1] // 2`` of a static dim) as that int: its bounds are
+    then computed in Python, not by a dozen folded trace constants that nothing uses. Anything else as it is."""
+    if isinstance(v, DimensionSize):
+        value = v.trace_tensor.value
+        return v if value is None else int(value)
+    return v
+
+
 def _slice_bounds(size, s: slice):
     """(start, count, step) of one dim for a Python slice; size and bounds may be DimensionSizes."""
     step = 1 if s.step is None else _static_step(s.step)
@@ -59,6 +68,7 @@ def _slice_bounds(size, s: slice):
     for name, v in (("start", s.start), ("stop", s.stop)):
         if v is not None and not shapes.is_intlike(v):
             raise_error(f"Slice {name} must be an integer or a DimensionSize.", [f"Got: {v!r}."])
+    s = slice(_known(s.start), _known(s.stop), s.step)
     if _is_int(size) and all(v is None or _is_int(v) for v in (s.start, s.stop)):
         start, stop, step = slice(s.start, s.stop, step).indices(size)
         count = len(range(start, stop, step))
@@ -121,6 +131,7 @@ def getitem(t: Tensor, index) -> Tensor:
                 gather_dim = len(out_dims)
             out_dims.append(count)
         elif shapes.is_intlike(item):
+            item = _known(item)
             if _is_int(item) and _is_int(size) and not -size <= item < size:
                 raise_error("Index out of range.", [f"Index {item} is out of range for dim {d} of size {size}."])
             start, count, step = _wrap(int(item) if _is_int(item) else item, size), 1, 1

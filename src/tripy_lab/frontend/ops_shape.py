@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from tripy_lab.core import dtypes as D
 from tripy_lab.core.errors import raise_error
 from tripy_lab.frontend import shapes
 from tripy_lab.frontend.build import make1
 from tripy_lab.frontend.checks import ALL9, check_dtype, check_sequence, check_tensor, norm_dim, norm_dims
 from tripy_lab.frontend.tensor import Tensor
+from tripy_lab.trace.optable import record
+
+_tensor = Tensor._wrap
 
 NOT_F8 = tuple(d for d in ALL9 if d is not D.float8)
 BASIC = (D.float32, D.float16, D.bfloat16, D.int8, D.int32, D.int64, D.bool)
@@ -36,6 +41,15 @@ def _reshape_raw(t: Tensor, dims) -> Tensor:
 
 
 def prepend_ones(t: Tensor, count: int) -> Tensor:
+    tt = t.trace_tensor
+    op = tt.producer
+    if (op is not None and op.kind == "constant" and not tt.is_shape and tt.name.startswith("%t")
+            and isinstance(op.params.get("value"), np.ndarray) and op.params["value"].size == 1):
+        # a number made into a 0-d constant (``x * tp.Tensor(2.0)``, or ``2.0`` by the general path): one constant
+        # of the new rank, as ``scalar_constant`` makes for ``x * 2.0``, not a constant and a reshape
+        value = op.params["value"].reshape((1,) * (count + tt.rank))
+        return _tensor(record("constant", [], value.shape, tt.dtype, {"value": value, "dtype": tt.dtype},
+                              op.location))
     return _reshape_raw(t, [1] * count + dims_of(t))
 
 
@@ -53,15 +67,21 @@ def reshape(input, shape) -> Tensor:  # noqa: A002 - tripy's parameter name
                     [f"Got shape: {shape}."])
     if inferred:
         others = [v for i, v in enumerate(shape) if i != inferred[0]]
-        volume = _product(dims_of(input))
+        dims = dims_of(input)
         rest = _product(others)
-        if isinstance(volume, int) and isinstance(rest, int):
-            if rest == 0 or volume % rest:
+        static = math.prod(d for d in dims if isinstance(d, int))
+        dynamic = [d for d in dims if not isinstance(d, int)]
+        if not dynamic and isinstance(rest, int):
+            if rest == 0 or static % rest:
                 raise_error("Cannot reshape: the volume is not divisible by the other dims.",
-                            [f"Input shape {input.shape} has volume {volume}; new shape {shape}."])
-            shape[inferred[0]] = volume // rest
+                            [f"Input shape {input.shape} has volume {static}; new shape {shape}."])
+            shape[inferred[0]] = static // rest
+        elif isinstance(rest, int) and rest and static % rest == 0:
+            # (?, 4, 8) -> (-1, 32): the dynamic dims times 32 // 32, with no `* 32 // 32` ops to trace and lower
+            factor = static // rest
+            shape[inferred[0]] = _product(dynamic) if factor == 1 else _product(dynamic) * factor
         else:
-            shape[inferred[0]] = volume // rest
+            shape[inferred[0]] = _product(dynamic) * static // rest if static != 1 else _product(dynamic) // rest
     known = [int(v) for v in shape if isinstance(v, int)]
     if any(v < 0 for v in known):
         raise_error("Invalid value for parameter: 'shape' of 'reshape'.",

@@ -62,7 +62,7 @@ def shape_tensor(shape: Sequence, param: str = "shape") -> Tensor:
             if run:
                 pieces.append(shape_constant(run))
                 run = []
-            pieces.append(make1("reshape", [v, shape_constant([1])]))
+            pieces.append(_one_entry(v))
         else:
             run.append(int(v))
     if run:
@@ -72,6 +72,15 @@ def shape_tensor(shape: Sequence, param: str = "shape") -> Tensor:
         None if isinstance(v, DimensionSize) and v.trace_tensor.value is None
         else int(v.trace_tensor.value) if isinstance(v, DimensionSize) else int(v) for v in shape)
     return out
+
+
+def _one_entry(v: DimensionSize) -> Tensor:
+    """A DimensionSize as a 1-D shape tensor: ``t.shape[i]`` read again as one entry (one op, where a reshape to
+    [1] of the 0-d size is two trace ops and, lowered, three MLIR ops more), anything else reshaped."""
+    op = v.trace_tensor.producer
+    if op is not None and op.kind == "get_dim" and not op.params.get("keepdim"):
+        return make1("get_dim", [op.inputs[0]], {"dim": op.params["dim"], "keepdim": True})
+    return make1("reshape", [v, shape_constant([1])])
 
 
 def shape_dims(t: Tensor) -> list:

@@ -189,6 +189,8 @@ def _get_dim(ctx, op, ins):
     shape = ctx.add(trt.ShapeOp(ins[0])).results[0]
     i = op.params["dim"]
     one = ctx.add(trt.SliceOp(shape, [i], [1], [1], trt.tensor_type((1,), "i32"))).results[0]
+    if op.params.get("keepdim"):
+        return [one]
     return [ctx.add(trt.CollapseRankOp(one, trt.tensor_type((), "i32"))).results[0]]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from tripy_lab.mlir.ops_base import *  # noqa: F403 - shared imports and syntax helpers of the op modules
 from tripy_lab.mlir.ops_math import _check_axes
 
@@ -62,6 +64,12 @@ def _window_out(d, k, stride, pre, post, dil=1, transposed=False):
     return (d + pre + post - dil * (k - 1) - 1) // stride + 1
 
 
+@functools.lru_cache(maxsize=256)
+def _groups_attr(n: int) -> IntegerAttr:
+    # one immutable attribute per group count: building one verifies it (~40 us, every convolution)
+    return IntegerAttr(n, UI32)
+
+
 class _ConvBase(_Op):
     stride = prop_def(DenseArrayBase[I64])
     pre_padding = prop_def(DenseArrayBase[I64])
@@ -89,7 +97,7 @@ class _ConvBase(_Op):
             "stride": dense_array(stride),
             "pre_padding": dense_array(pre_padding),
             "post_padding": dense_array(post_padding),
-            "num_groups": IntegerAttr(num_groups, UI32),
+            "num_groups": _groups_attr(int(num_groups)),
         }
         props["dilation"] = _opt(dense_array, dilation)
         el = _el(input.type)

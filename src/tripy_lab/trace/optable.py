@@ -145,7 +145,8 @@ def _shape(ins, p):
 
 
 def _get_dim(ins, p):
-    return [((), dtypes.int32)]
+    # keepdim: the size as a 1-D shape tensor of one entry, ready to concatenate into a shape
+    return [((1,) if p.get("keepdim") else (), dtypes.int32)]
 
 
 def _slice(ins, p):

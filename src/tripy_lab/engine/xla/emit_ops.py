@@ -637,16 +637,25 @@ def _normalization(op, args, ctx, em):
 @register("gather")
 def _gather(op, args, ctx, em):
     """``ops._take``: indices in [-n, n) count from the end when negative, all others read 0."""
-    data, idx = val(em, ctx.operand("data")), val(em, ctx.operand("indices"))
+    data, known = val(em, ctx.operand("data")), ctx.operand("indices")
+    idx = val(em, known)
     axis = int(ctx.attr("axis", 0)) % max(data.ndim, 1)
     if int(ctx.attr("numBroadcastDims", 0) or 0) or not is_int(idx.dtype) or data.shape[axis] == 0 or idx.size == 0:
         raise Fallback("gather with broadcast dims, non-integer or empty indices")
     n, it = data.shape[axis], idx.dtype
-    idx = select(em, compare(em, idx, scalar(0, it), "LT", "lt"),
-                 binary(em, "stablehlo.add", idx, scalar(n, it), "add"), idx)
-    ok = binary(em, "stablehlo.and", compare(em, idx, scalar(0, it), "GE", "ge"),
-                compare(em, idx, scalar(n, it), "LT", "lt"), "and")
-    safe = select(em, ok, idx, scalar(0, it))
+    ok = None
+    if isinstance(known, np.ndarray):  # constant indices (an Embedding's ids table, a permutation): wrap them here
+        wrapped = np.where(known < 0, known + n, known)
+        if ((wrapped >= 0) & (wrapped < n)).all():  # every one in range: a plain gather, no mask ops
+            safe = val(em, wrapped.astype(known.dtype))
+        else:
+            known = None
+    if not isinstance(known, np.ndarray):
+        idx = select(em, compare(em, idx, scalar(0, it), "LT", "lt"),
+                     binary(em, "stablehlo.add", idx, scalar(n, it), "add"), idx)
+        ok = binary(em, "stablehlo.and", compare(em, idx, scalar(0, it), "GE", "ge"),
+                    compare(em, idx, scalar(n, it), "LT", "lt"), "and")
+        safe = select(em, ok, idx, scalar(0, it))
     k = safe.ndim
     starts = reshape(em, safe, safe.shape + (1,))
     shape = data.shape[:axis] + safe.shape + data.shape[axis + 1:]
@@ -657,6 +666,8 @@ def _gather(op, args, ctx, em):
     out = em.op("stablehlo.gather", [data, starts], shape, data.dtype,
                 {"dimension_numbers": dims, "slice_sizes": i64_array(sizes), "indices_are_sorted": "false"},
                 prim="gather")
+    if ok is None:
+        return [out]
     mask = reshape(em, ok, (1,) * axis + ok.shape + (1,) * (data.ndim - axis - 1))
     return [select(em, mask, out, scalar(0, data.dtype))]
 
