@@ -103,6 +103,9 @@ PROGRAMS = {
                                      tp.iota((4, 6), 1, a.dtype) + b), [(4, 6), (4, 6)], (F32, I32)),
     "embedding": (lambda a, b: tp.gather(a, 0, tp.Tensor(np.array([3, 0, -1, 2, -4, 9], np.int32))) * 2,
                   [(4, 6), (4, 6)], (F32, F16)),
+    # every constant index in range: a plain gather (test_in_range_constant_indices_emit_a_plain_gather)
+    "embedding_in_range": (lambda a, b: tp.gather(b, 1, tp.Tensor(np.array([5, 0, -1, 2], np.int32))) + a[:, :4],
+                           [(4, 6), (4, 6)], (F32, F16)),
     "quantize": (lambda a, b: (tp.quantize(a, 0.05, I8), tp.dequantize(tp.quantize(b, 0.1, I8), 0.1, a.dtype),
                                tp.quantize(a, [0.01, 0.02, 0.05, 0.1, 0.15, 0.2], I8, dim=1)),
                  [(4, 6), (4, 6)], (F32, F16)),
@@ -262,3 +265,27 @@ def test_a_module_xla_refuses_is_traced_through_jax_instead(monkeypatch):
     assert any("XLA refused the emitted module: RuntimeError" in n for n in compiled.report.notes)
     x = values(F32, (4, 6), 5, specials=False)
     np.testing.assert_allclose(outputs(exe, [x])[0], np.exp(x) * 3.0, rtol=1e-6)
+
+
+def _emitted_text(func, infos, monkeypatch) -> str:
+    from tripy_lab.engine.xla import direct
+
+    texts = []
+    emit = direct.emit_stablehlo
+
+    def keep(*args, **kwargs):
+        text, outs = emit(*args, **kwargs)
+        texts.append(text)
+        return text, outs
+
+    monkeypatch.setattr(direct, "emit_stablehlo", keep)
+    build(func, infos, True, monkeypatch)
+    return texts[-1]
+
+
+def test_in_range_constant_indices_emit_a_plain_gather(monkeypatch):
+    infos = [tp.InputInfo((4, 6), F32), tp.InputInfo((4, 6), F32)]
+    plain = _emitted_text(PROGRAMS["embedding_in_range"][0], infos, monkeypatch)
+    assert plain.count('"stablehlo.gather"') == 1 and '"stablehlo.select"' not in plain
+    masked = _emitted_text(PROGRAMS["embedding"][0], infos, monkeypatch)  # 9 is out of range: reads 0
+    assert masked.count('"stablehlo.gather"') == 1 and masked.count('"stablehlo.select"') >= 2

@@ -68,6 +68,13 @@ def check(trace) -> None:
     from tripy_lab.engine.base import profile_point
     from tripy_lab.trace.optable import OPS
 
+    for op in trace.ops:  # only a contracting dim unknown at build time can differ at one profile point
+        if op.kind == "matmul":
+            a, b = op.inputs[0].shape, op.inputs[1].shape
+            if (a and a[-1] is None) or (len(b) >= 2 and b[-2] is None) or (len(b) == 1 and b[0] is None):
+                break
+    else:
+        return  # every contracting dim is static: the op table's rules already compared them
     dims = _input_dims(trace)
     if not any(isinstance(d, Sym) for ds in dims.values() for d in ds):
         return  # static programs (every eager evaluation): the op table's rules already decided

@@ -1,0 +1,108 @@
+"""Index arithmetic that the trace no longer spells out op by op (issue 31, the front half): a Python number is
+one constant of the matched rank, slice bounds known at trace time are computed in Python, a ``-1`` is
+inferred from the static dims, and ``t.shape[i]`` used as a shape entry is one ``get_dim`` (keepdim). Each
+keeps the numbers: the programs below run on every engine against numpy."""
+
+import numpy as np
+import pytest
+
+import tripy_lab as tp
+from tripy_lab import pipeline
+from tripy_lab.trace import optable
+
+BATCH = tp.InputInfo(((1, 3, 5), 8), tp.float32)  # dynamic batch, static 8
+ENGINES = ["xla", "onnxruntime", "reference"]
+
+
+def _made_and_kept(fn, args):
+    """(ops the trace recorded, ops the Trace kept): the difference is work done for nothing."""
+    captured = []
+
+    class Recorder(list):
+        def append(self, made):
+            captured.append(made)
+            super().append(made)
+
+    saved = optable.recording
+    optable.recording = Recorder()
+    try:
+        traced = pipeline.trace(fn, args=args)
+    finally:
+        optable.recording = saved
+    return captured[0], traced.trace.ops
+
+
+def _kinds(ops):
+    return [op.kind for op in ops]
+
+
+def halves(x):
+    n = x.shape[1] // 2  # a DimensionSize whose value (4) is known now
+    return tp.concatenate([x[:, n:], x[:, :n]], dim=1)
+
+
+def halves_int(x):
+    return tp.concatenate([x[:, 4:], x[:, :4]], dim=1)
+
+
+def test_a_known_dimension_size_bound_slices_like_an_int():
+    made, kept = _made_and_kept(halves, [BATCH])
+    _, kept_int = _made_and_kept(halves_int, [BATCH])
+    assert _kinds(kept) == _kinds(kept_int)
+    # before: each bound went through max/min/wrap as folded DimensionSize constants (17 dead ops a slice)
+    dead = [op for op in made if op not in set(kept)]
+    # left: x.shape's two sizes, `// 2`'s constants, and each slice's 0-d batch size (read again as one entry)
+    assert len(dead) <= 6, _kinds(dead)
+    assert "maximum" not in _kinds(kept) and "minimum" not in _kinds(kept)
+
+
+def test_minus_one_is_inferred_from_the_static_dims():
+    def f(x):
+        return tp.reshape(tp.reshape(x, (-1, 2, 4)), (-1, 8))
+
+    _, kept = _made_and_kept(f, [BATCH])
+    assert "mul" not in _kinds(kept) and "floor_div" not in _kinds(kept)
+    assert _kinds(kept).count("get_dim") == 2
+
+
+def test_a_shape_entry_is_one_get_dim_with_keepdim():
+    def f(x):
+        return tp.reshape(x, (x.shape[0], 2, 4))
+
+    _, kept = _made_and_kept(f, [BATCH])
+    dims = [op for op in kept if op.kind == "get_dim"]
+    assert len(dims) == 1 and dims[0].params == {"dim": 0, "keepdim": True}
+    assert dims[0].outputs[0].shape == (1,)
+    text = pipeline.trace(f, args=[BATCH]).lower().as_text()
+    assert "collapse_rank" not in text and "tensorrt.shape" in text
+
+
+def test_a_python_number_is_one_constant_of_the_matched_rank():
+    def f(x):
+        return x * 2.0 + tp.Tensor(1.0)
+
+    _, kept = _made_and_kept(f, [BATCH])
+    assert _kinds(kept) == ["constant", "mul", "constant", "add"]
+    assert [op.outputs[0].shape for op in kept if op.kind == "constant"] == [(1, 1), (1, 1)]
+
+
+def test_a_negative_dimension_size_bound_still_wraps():
+    def f(x):
+        return x[:, : x.shape[1] - 10]  # -2: counts from the end, as Python's
+
+    _, kept = _made_and_kept(f, [BATCH])
+    assert pipeline.trace(f, args=[BATCH]).trace.outputs[0].shape == (None, 6)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_lean_programs_give_numpy_numbers(engine):
+    def f(x):
+        a = halves(x) * 0.5
+        b = tp.reshape(tp.reshape(a, (-1, 2, 4)), (x.shape[0], 8))
+        return b[:, : x.shape[1] - 10] + 1.0
+
+    exe = tp.compile(f, args=[BATCH], engine=engine)
+    for rows in (1, 4, 5):
+        x = np.random.default_rng(rows).standard_normal((rows, 8)).astype(np.float32)
+        want = np.concatenate([x[:, 4:], x[:, :4]], axis=1)[:, :6] * 0.5 + 1.0
+        np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x)).numpy()), want, rtol=1e-6, atol=1e-6)
