@@ -51,8 +51,8 @@ def test_a_known_dimension_size_bound_slices_like_an_int():
     assert _kinds(kept) == _kinds(kept_int)
     # before: each bound went through max/min/wrap as folded DimensionSize constants (17 dead ops a slice)
     dead = [op for op in made if op not in set(kept)]
-    # left: x.shape's two sizes, `// 2`'s constants, and each slice's 0-d batch size (read again as one entry)
-    assert len(dead) <= 6, _kinds(dead)
+    # left: x.shape's two sizes and `// 2`'s constants (a full `:` reads its size as one shape entry)
+    assert len(dead) <= 4, _kinds(dead)
     assert "maximum" not in _kinds(kept) and "minimum" not in _kinds(kept)
 
 
@@ -60,9 +60,22 @@ def test_minus_one_is_inferred_from_the_static_dims():
     def f(x):
         return tp.reshape(tp.reshape(x, (-1, 2, 4)), (-1, 8))
 
-    _, kept = _made_and_kept(f, [BATCH])
+    made, kept = _made_and_kept(f, [BATCH])
     assert "mul" not in _kinds(kept) and "floor_div" not in _kinds(kept)
-    assert _kinds(kept).count("get_dim") == 2
+    assert _kinds(kept).count("get_dim") == 2 and len(made) == len(kept)
+
+
+def test_minus_one_over_two_dynamic_dims_multiplies_them():
+    info = tp.InputInfo(((1, 2, 3), (1, 3, 4), 4), tp.float32)
+
+    def f(x):
+        return tp.reshape(x, (-1, 2))
+
+    _, kept = _made_and_kept(f, [info])
+    assert _kinds(kept).count("mul") == 2  # rows * cols, then * 2 (4 // 2)
+    exe = tp.compile(f, args=[info], engine="reference")
+    x = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(np.asarray(exe(tp.Tensor(x)).numpy()), x.reshape(-1, 2))
 
 
 def test_a_shape_entry_is_one_get_dim_with_keepdim():

@@ -120,17 +120,18 @@ def getitem(t: Tensor, index) -> Tensor:
         if item is None:
             out_dims.append(1)
             continue
-        size = shapes.dim(t, d)
         if isinstance(item, slice):
-            if _is_full(item):
-                start, count, step = 0, size, 1
+            if _is_full(item):  # the size as it is: read as a shape entry, no 0-d size made first
+                start, count, step = 0, shapes.dim_or_marker(t, d), 1
             else:
+                size = shapes.dim(t, d)
                 start, count, step = _slice_bounds(size, item)
                 trivial = False
             if gathers and k == gathers[0]:
                 gather_dim = len(out_dims)
             out_dims.append(count)
         elif shapes.is_intlike(item):
+            size = shapes.dim(t, d)
             item = _known(item)
             if _is_int(item) and _is_int(size) and not -size <= item < size:
                 raise_error("Index out of range.", [f"Index {item} is out of range for dim {d} of size {size}."])

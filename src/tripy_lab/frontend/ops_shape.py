@@ -67,10 +67,14 @@ def reshape(input, shape) -> Tensor:  # noqa: A002 - tripy's parameter name
                     [f"Got shape: {shape}."])
     if inferred:
         others = [v for i, v in enumerate(shape) if i != inferred[0]]
-        dims = dims_of(input)
         rest = _product(others)
-        static = math.prod(d for d in dims if isinstance(d, int))
-        dynamic = [d for d in dims if not isinstance(d, int)]
+        old = input.trace_tensor.shape
+        static = math.prod(d for d in old if d is not None)
+        unknown = [i for i, d in enumerate(old) if d is None]
+        if len(unknown) == 1 and isinstance(rest, int) and rest and rest == static:
+            dynamic = [shapes.DimOf(input, unknown[0])]  # (?, 4, 8) -> (-1, 32): the -1 is that dim, read once
+        else:
+            dynamic = [shapes.dim(input, i) for i in unknown]
         if not dynamic and isinstance(rest, int):
             if rest == 0 or static % rest:
                 raise_error("Cannot reshape: the volume is not divisible by the other dims.",

@@ -37,8 +37,26 @@ def is_intlike(v) -> bool:
     return (isinstance(v, (int, np.integer)) and not isinstance(v, bool)) or isinstance(v, DimensionSize)
 
 
+class DimOf:
+    """Dynamic dim ``index`` of ``tensor``, for a shape being built inside the frontend (a full ``:`` slice's
+    size, a ``-1`` that is one input dim): ``shape_tensor`` reads it as one ``get_dim`` (keepdim) entry, with no
+    0-d DimensionSize made first that nothing else would use. Never handed to users."""
+
+    __slots__ = ("tensor", "index")
+
+    def __init__(self, tensor: Tensor, index: int):
+        self.tensor, self.index = tensor, index
+
+
+def dim_or_marker(t: Tensor, i: int):
+    """``dim(t, i)`` for a shape entry only: an int when static, else a DimOf."""
+    size = t.trace_tensor.shape[i]
+    return size if size is not None else DimOf(t, i)
+
+
 def shape_tensor(shape: Sequence, param: str = "shape") -> Tensor:
-    """ShapeLike -> 1-D int32 tensor. Runs of ints become one constant; DimensionSizes are reshaped to [1]."""
+    """ShapeLike -> 1-D int32 tensor. Runs of ints become one constant; DimensionSizes (and the frontend's
+    DimOf markers) become one-entry shape tensors."""
     if isinstance(shape, Tensor) and not isinstance(shape, DimensionSize):
         if shape.dtype is not dtypes.int32 or shape.rank != 1:
             raise_error(f"Invalid value for parameter: '{param}'.", ["Expected a 1-D int32 shape tensor."])
@@ -49,29 +67,38 @@ def shape_tensor(shape: Sequence, param: str = "shape") -> Tensor:
     if all(type(v) is int for v in shape):  # the common case (every rank-matching reshape): one constant
         return shape_constant(list(shape))
     for v in shape:
-        if not is_intlike(v):
+        if not is_intlike(v) and type(v) is not DimOf:
             raise_error(f"Invalid value for parameter: '{param}'.",
                         [f"Expected a sequence of ints or DimensionSizes, but got an element: {v!r}."])
-    if all(not isinstance(v, DimensionSize) or v.trace_tensor.value is not None for v in shape):
-        return shape_constant([int(v.trace_tensor.value) if isinstance(v, DimensionSize) else int(v)
-                               for v in shape])
+    known = tuple([None if type(v) is DimOf else _known_value(v) for v in shape])
+    if None not in known:
+        return shape_constant(list(known))
     pieces: list[Tensor] = []
     run: list[int] = []
-    for v in shape:
-        if isinstance(v, DimensionSize):
+    for v, value in zip(shape, known):
+        if value is None:
             if run:
                 pieces.append(shape_constant(run))
                 run = []
-            pieces.append(_one_entry(v))
+            if type(v) is DimOf:
+                pieces.append(make1("get_dim", [v.tensor], {"dim": v.index, "keepdim": True}))
+            else:
+                pieces.append(_one_entry(v))
         else:
-            run.append(int(v))
+            run.append(value)
     if run:
         pieces.append(shape_constant(run))
     out = pieces[0] if len(pieces) == 1 else make1("concatenate", pieces, {"dim": 0})
-    out.trace_tensor.known = tuple(
-        None if isinstance(v, DimensionSize) and v.trace_tensor.value is None
-        else int(v.trace_tensor.value) if isinstance(v, DimensionSize) else int(v) for v in shape)
+    out.trace_tensor.known = known
     return out
+
+
+def _known_value(v) -> int | None:
+    """An int entry, or a DimensionSize's value when known now, else None."""
+    if isinstance(v, DimensionSize):
+        value = v.trace_tensor.value
+        return None if value is None else int(value)
+    return int(v)
 
 
 def _one_entry(v: DimensionSize) -> Tensor:
