@@ -58,8 +58,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    # Order of the run, and of the units pytest-xdist hands out: the notebooks first (long units, started early keep
-    # the workers even), the browser tests last (Playwright's sync API leaves an asyncio loop running on the main
+    # Order of the run, and of the units pytest-xdist hands out: the notebooks and the tests marked slow first (long
+    # units, started early keep the workers even: the binder install, minutes of pip and npm, at the end of the
+    # queue was the run's tail), the browser tests last (Playwright's sync API leaves an asyncio loop running on the main
     # thread, and tests that start their own loop fail after it).
     for item in items:
         if "page" in getattr(item, "fixturenames", ()) and work_unit(item.nodeid) != "browser":
@@ -67,5 +68,8 @@ def pytest_collection_modifyitems(session, config, items):
             raise pytest.UsageError(f"{item.nodeid} uses the browser: put it under tests/e2e/ or in a *_browser.py "
                                     "file, so pytest-xdist runs it on the browser tests' worker")
     rank = {"browser": 2}
-    items.sort(key=lambda item: rank.get(work_unit(item.nodeid), 0 if item.nodeid.split("::")[0].endswith(".ipynb")
-                                         else 1))
+
+    def first(item) -> bool:
+        return item.nodeid.split("::")[0].endswith(".ipynb") or item.get_closest_marker("slow") is not None
+
+    items.sort(key=lambda item: rank.get(work_unit(item.nodeid), 0 if first(item) else 1))
