@@ -58,9 +58,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    # Order of the run, and of the units pytest-xdist hands out: the notebooks and the tests marked slow first (long
-    # units, started early keep the workers even: the binder install, minutes of pip and npm, at the end of the
-    # queue was the run's tail), the browser tests last (Playwright's sync API leaves an asyncio loop running on the main
+    # Order of the run, and of the units pytest-xdist hands out: the notebooks and the tests marked slow (the binder
+    # install: minutes of pip and npm) first, as long units started early keep the workers even; the browser tests
+    # last (Playwright's sync API leaves an asyncio loop running on the main
     # thread, and tests that start their own loop fail after it).
     for item in items:
         if "page" in getattr(item, "fixturenames", ()) and work_unit(item.nodeid) != "browser":

@@ -153,25 +153,19 @@ class Module:
                     self._set_by_key(key, ops_init.ones(value.shape or (), value.dtype))
 
     def _may_have_unset(self) -> bool:
-        """Whether a required placeholder (a DefaultParameter, not an Optional one) is anywhere in the tree: a plain
-        walk over attribute values, no keys built (every module call asks; state_dict names them when one is)."""
+        """Whether a required placeholder (a DefaultParameter, not an Optional one) is anywhere in the tree, over
+        the attributes ``_items`` reads, without building state_dict's keys (every module call asks; state_dict
+        names them when there is one)."""
         stack, seen = [self], set()
         while stack:
             module = stack.pop()
             if id(module) in seen:
                 continue
             seen.add(id(module))
-            for value in vars(module).values():
-                kind = type(value)
-                if kind is DefaultParameter:
+            for _, value in module._items():
+                if type(value) is DefaultParameter:
                     return True
-                if kind is list or kind is tuple or kind is dict:
-                    for v in (value.values() if kind is dict else value):
-                        if type(v) is DefaultParameter:
-                            return True
-                        if isinstance(v, Module):
-                            stack.append(v)
-                elif isinstance(value, Module):
+                if isinstance(value, Module):
                     stack.append(value)
         return False
 

@@ -55,8 +55,8 @@ def _known(v):
     """A DimensionSize whose value is known now (``x.shape[1] // 2`` of a static dim) as that int: its bounds are
     then computed in Python, not by a dozen folded trace constants that nothing uses. Anything else as it is."""
     if isinstance(v, DimensionSize):
-        value = v.trace_tensor.value
-        return v if value is None else int(value)
+        value = shapes.value_now(v)
+        return v if value is None else value
     return v
 
 

@@ -81,11 +81,11 @@ def reshape(input, shape) -> Tensor:  # noqa: A002 - tripy's parameter name
                             [f"Input shape {input.shape} has volume {static}; new shape {shape}."])
             shape[inferred[0]] = static // rest
         elif isinstance(rest, int) and rest and static % rest == 0:
-            # (?, 4, 8) -> (-1, 32): the dynamic dims times 32 // 32, with no `* 32 // 32` ops to trace and lower
+            # (?, 4, 8) -> (-1, 16): the dynamic dims times 32 // 16, with no `* 4 * 8 // 16` ops to trace and lower
             factor = static // rest
-            shape[inferred[0]] = _product(dynamic) if factor == 1 else _product(dynamic) * factor
+            shape[inferred[0]] = _product(dynamic + ([factor] if factor != 1 else []))
         else:
-            shape[inferred[0]] = _product(dynamic) * static // rest if static != 1 else _product(dynamic) // rest
+            shape[inferred[0]] = _product(dynamic + ([static] if static != 1 else [])) // rest
     known = [int(v) for v in shape if isinstance(v, int)]
     if any(v < 0 for v in known):
         raise_error("Invalid value for parameter: 'shape' of 'reshape'.",

@@ -70,7 +70,7 @@ def shape_tensor(shape: Sequence, param: str = "shape") -> Tensor:
         if not is_intlike(v) and type(v) is not DimOf:
             raise_error(f"Invalid value for parameter: '{param}'.",
                         [f"Expected a sequence of ints or DimensionSizes, but got an element: {v!r}."])
-    known = tuple([None if type(v) is DimOf else _known_value(v) for v in shape])
+    known = tuple([_entry_now(v) for v in shape])
     if None not in known:
         return shape_constant(list(known))
     pieces: list[Tensor] = []
@@ -80,10 +80,7 @@ def shape_tensor(shape: Sequence, param: str = "shape") -> Tensor:
             if run:
                 pieces.append(shape_constant(run))
                 run = []
-            if type(v) is DimOf:
-                pieces.append(make1("get_dim", [v.tensor], {"dim": v.index, "keepdim": True}))
-            else:
-                pieces.append(_one_entry(v))
+            pieces.append(_dim_entry(v.tensor, v.index) if type(v) is DimOf else _one_entry(v))
         else:
             run.append(value)
     if run:
@@ -93,20 +90,31 @@ def shape_tensor(shape: Sequence, param: str = "shape") -> Tensor:
     return out
 
 
-def _known_value(v) -> int | None:
-    """An int entry, or a DimensionSize's value when known now, else None."""
-    if isinstance(v, DimensionSize):
-        value = v.trace_tensor.value
-        return None if value is None else int(value)
-    return int(v)
+def value_now(v: DimensionSize) -> int | None:
+    """A DimensionSize's value when it is known at trace time (a static dim, folded arithmetic), else None."""
+    value = v.trace_tensor.value
+    return None if value is None else int(value)
+
+
+def _entry_now(v) -> int | None:
+    """A shape entry's value at trace time: an int as it is, a DimensionSize's when known, else None."""
+    if type(v) is DimOf:
+        return None
+    return value_now(v) if isinstance(v, DimensionSize) else int(v)
+
+
+def _dim_entry(t, i: int) -> Tensor:
+    """Dim ``i`` of ``t`` as a one-entry 1-D shape tensor: one ``get_dim`` (keepdim), where a 0-d size reshaped to
+    [1] is three trace ops and, lowered, three MLIR ops more."""
+    return make1("get_dim", [t], {"dim": i, "keepdim": True})
 
 
 def _one_entry(v: DimensionSize) -> Tensor:
-    """A DimensionSize as a 1-D shape tensor: ``t.shape[i]`` read again as one entry (one op, where a reshape to
-    [1] of the 0-d size is two trace ops and, lowered, three MLIR ops more), anything else reshaped."""
+    """A DimensionSize as a one-entry shape tensor: ``t.shape[i]`` read again as such (``_dim_entry``), anything
+    else reshaped."""
     op = v.trace_tensor.producer
     if op is not None and op.kind == "get_dim" and not op.params.get("keepdim"):
-        return make1("get_dim", [op.inputs[0]], {"dim": op.params["dim"], "keepdim": True})
+        return _dim_entry(op.inputs[0], op.params["dim"])
     return make1("reshape", [v, shape_constant([1])])
 
 

@@ -643,14 +643,12 @@ def _gather(op, args, ctx, em):
     if int(ctx.attr("numBroadcastDims", 0) or 0) or not is_int(idx.dtype) or data.shape[axis] == 0 or idx.size == 0:
         raise Fallback("gather with broadcast dims, non-integer or empty indices")
     n, it = data.shape[axis], idx.dtype
-    ok = None
+    safe = ok = None
     if isinstance(known, np.ndarray):  # constant indices (an Embedding's ids table, a permutation): wrap them here
         wrapped = np.where(known < 0, known + n, known)
         if ((wrapped >= 0) & (wrapped < n)).all():  # every one in range: a plain gather, no mask ops
             safe = val(em, wrapped.astype(known.dtype))
-        else:
-            known = None
-    if not isinstance(known, np.ndarray):
+    if safe is None:
         idx = select(em, compare(em, idx, scalar(0, it), "LT", "lt"),
                      binary(em, "stablehlo.add", idx, scalar(n, it), "add"), idx)
         ok = binary(em, "stablehlo.and", compare(em, idx, scalar(0, it), "GE", "ge"),
