@@ -46,6 +46,22 @@ _MISSING = object()
 _IMMUTABLE = (int, float, str, tuple, type(None))
 
 
+def _segments(op) -> dict | None:
+    """{operand group name: its SSA values} of an op whose groups a segment-size property delimits, else None."""
+    seg = op.properties.get("operandSegmentSizes")
+    if seg is None:
+        return None
+    names = [n for n, _ in type(op).get_irdl_definition().operands]
+    sizes = seg.get_values()
+    if len(sizes) != len(names):
+        return None
+    groups, at, operands = {}, 0, tuple(op.operands)
+    for n, k in zip(names, sizes):
+        groups[n] = operands[at:at + k]
+        at += k
+    return groups
+
+
 class OpContext:
     """What a translation function may ask about the op it translates."""
 
@@ -66,23 +82,30 @@ class OpContext:
         return self.xp is np
 
     # --- operands / attributes / types -------------------------------------------------------
+    def _named(self, name: str) -> tuple:
+        """The SSA values of the op's operand group ``name``, read once per op: an op with optional operands
+        (a slice's start/size/stride) finds its groups from a segment-size attribute, about 20 us a read."""
+        known = _ATTRS.get(self.op)
+        if known is None:
+            known = _ATTRS[self.op] = {}
+        key = (name,)  # attribute names are strings: no clash
+        vals = known.get(key)
+        if vals is None:
+            groups = _segments(self.op)
+            if groups is not None:  # every group of the op at once
+                for n, g in groups.items():
+                    known[(n,)] = g
+                return groups.get(name, ())
+            v = getattr(self.op, name, None)
+            vals = known[key] = () if v is None else tuple(v) if isinstance(v, (tuple, list)) else (v,)
+        return vals
+
     def operand(self, name: str):
-        v = getattr(self.op, name, None)
-        if v is None:
-            return None
-        if isinstance(v, (tuple, list)):
-            if not v:
-                return None
-            v = v[0]
-        return self.env[v]
+        vals = self._named(name)
+        return self.env[vals[0]] if vals else None
 
     def operands(self, name: str) -> list:
-        v = getattr(self.op, name, None)
-        if v is None:
-            return []
-        if not isinstance(v, (tuple, list)):
-            v = (v,)
-        return [self.env[x] for x in v]
+        return [self.env[x] for x in self._named(name)]
 
     def attr(self, name: str, default=None):
         known = _ATTRS.get(self.op)
