@@ -302,7 +302,10 @@ def _location(name: str, loc, module: str = ""):
         if hit is not None and hit[0] is loc:
             child = hit[1]
         else:
-            child = file_loc(loc.file, loc.line, (loc.col or 0) + 1)
+            # a notebook cell by the name the trace and the errors give it (In [5]), not the kernel's temp file
+            # (/tmp/ipykernel_<pid>/<hash>.py), which every re-save of a shared notebook would change
+            file = (loc.cell_name or loc.file) if loc.is_cell else loc.file
+            child = file_loc(file, loc.line, (loc.col or 0) + 1)
             if len(_FILE_LOC_OF) >= 1 << 14:
                 _FILE_LOC_OF.clear()
             _FILE_LOC_OF[id(loc)] = (loc, child)
