@@ -67,7 +67,7 @@ export class FoldedGraph {
     this.body = el('div', 'tripy-graph-body');
     this.status = el('div', 'tripy-graph-status');
     this.node.append(bar, this.legend, this.body, this.status);
-    this.zoom = new GraphZoom(this.node, tools, this.body);
+    this.zoom = new GraphZoom(this.node, tools, this.body, true);
     this.body.addEventListener('click', event => this.onClick(event));
     this.renderLegend();
   }

@@ -34,9 +34,12 @@ export function button(text: string, title: string): HTMLButtonElement {
 
 /** Fit / zoom of the graph's SVG: sets its width and height from the viewBox times `scale`. */
 export class GraphZoom {
-  constructor(pane: HTMLElement, toolsHost: HTMLElement, body: HTMLElement) {
+  /** `fitHeight`: the body is as tall as the drawing when that is shorter than its stylesheet height (a five-op
+   * graph in a 70vh box was mostly empty); off for panes that sit in a row and share one height. */
+  constructor(pane: HTMLElement, toolsHost: HTMLElement, body: HTMLElement, fitHeight = false) {
     this._pane = pane;
     this._body = body;
+    this._fitHeight = fitHeight;
     const tools = el('span', 'tripy-tools');
     const add = (text: string, title: string, action: () => void) => {
       const b = button(text, title);
@@ -83,6 +86,40 @@ export class GraphZoom {
     }
   }
 
+  /** With `fitHeight`: the stylesheet's height, or the drawing's when that is less (the CSS min-height still
+   * holds); a later, taller drawing gets the stylesheet's height back. A height the user dragged stays. */
+  private _shrinkToDrawing(): void {
+    const body = this._body;
+    if (!this._fitHeight || !this._svg || (body.style.height && body.style.height !== this._autoHeight)) {
+      return;
+    }
+    if (body.offsetHeight === 0) {
+      // drawn in a hidden tab (the Error tab opens first): measure once the body is shown
+      if (this._whenShown === null) {
+        this._whenShown = new ResizeObserver(() => {
+          if (body.offsetHeight > 0) {
+            this._whenShown?.disconnect();
+            this._whenShown = null;
+            this._shrinkToDrawing();
+          }
+        });
+        this._whenShown.observe(body);
+      }
+      return;
+    }
+    body.style.height = '';
+    this._autoHeight = '';
+    const style = getComputedStyle(body);
+    const pad = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom) || 0;
+    const border = parseFloat(style.borderTopWidth) + parseFloat(style.borderBottomWidth) || 0;
+    const scrollbar = body.scrollWidth > body.clientWidth ? body.offsetHeight - body.clientHeight - border : 0;
+    const need = Math.ceil(this._svg.getBoundingClientRect().height + pad + border + scrollbar + 4);
+    if (need < body.offsetHeight) {
+      this._autoHeight = `${need}px`;
+      body.style.height = this._autoHeight;
+    }
+  }
+
   get scale(): number {
     return this._scale;
   }
@@ -95,6 +132,7 @@ export class GraphZoom {
     this._svg.setAttribute('width', `${this._w * this._scale}pt`);
     this._svg.setAttribute('height', `${this._h * this._scale}pt`);
     this._pane.dataset.tripyZoom = this._scale.toFixed(3);
+    this._shrinkToDrawing(); // zoomed in, a shrunk box grows with the drawing (up to the stylesheet's height)
   }
 
   fit(): void {
@@ -113,5 +151,8 @@ export class GraphZoom {
   private _w = 100;
   private _h = 100;
   private _scale = 1;
+  private _fitHeight: boolean;
+  private _whenShown: ResizeObserver | null = null;
+  private _autoHeight = ''; // the height _shrinkToDrawing set ('' none), to tell it from one the user dragged
 }
 

@@ -61,6 +61,10 @@ def test_gpt_graph_folds_expands_searches_and_shades(lab):
     assert graph.locator("g.node").count() < 60, "the top level is folded"
     # the static picture below is hidden while the live graph draws; the listing stays
     expect(view.locator(".tripy-trace-static .tripy-graph").first).to_be_hidden()
+    # taller than the box: the box keeps the stylesheet's height (70vh) and scrolls
+    tall = graph.locator(".tripy-graph-body").bounding_box()["height"]
+    vh = lab.page.viewport_size["height"]
+    assert 0.7 * vh <= tall <= 0.7 * vh + 16, tall  # its content height plus padding and border
     lab.screenshot("graph-gpt-1-collapsed.png", view)
 
     # h.0, then h.0.attn, open in place (clusters) with their children drawn
@@ -185,7 +189,15 @@ def test_failing_matmul_is_drawn_red(lab):
     expect(failed).to_contain_text(re.compile(r"In \[\d+\]:4"))  # the user's line
     assert "tripy-error" in (failed.get_attribute("class") or "")
     expect(graph.locator(".tripy-graph-errormsg")).to_contain_text("Incompatible shapes")
+    # a three-op graph gets a box its size, not the stylesheet's 70vh (most of it was empty)
+    body = graph.locator(".tripy-graph-body")
+    expect(body).to_have_attribute("style", re.compile(r"height: \d+px"), timeout=TIMEOUT)
+    box, drawing = body.bounding_box(), body.locator("svg").bounding_box()
+    assert drawing["height"] <= box["height"] <= drawing["height"] + 48, (box, drawing)
+    assert box["height"] < 0.7 * lab.page.viewport_size["height"] - 40, box
     lab.screenshot("graph-fail-1-trace.png", view)
+    graph.scroll_into_view_if_needed()
+    lab.screenshot("graph-fail-2-graph.png", graph)
     # the other tabs say what exists instead of going blank
     tab(view, "MLIR").click()
     expect(view.locator(".tripy-tab-mlir .tripy-missing")).to_contain_text("No MLIR for this program")
