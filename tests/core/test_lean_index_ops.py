@@ -118,3 +118,51 @@ def test_lean_programs_give_numpy_numbers(engine):
         x = np.random.default_rng(rows).standard_normal((rows, 8)).astype(np.float32)
         want = np.concatenate([x[:, 4:], x[:, :4]], axis=1)[:, :6] * 0.5 + 1.0
         np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x)).numpy()), want, rtol=1e-6, atol=1e-6)
+
+
+MASK = np.tril(np.ones((6, 6), np.float32))
+SEQ = tp.InputInfo(((1, 2, 3), (2, 4, 8)), tp.float32)  # the sequence dim may pass the mask's 6
+
+
+def causal_mask(x):
+    t = x.shape[1]  # a dim's size: never negative
+    return tp.Tensor(MASK)[:t, :t] + x[:1, :1] * 0.0
+
+
+def test_a_dim_size_bound_needs_no_wrap_and_no_clamp_at_zero():
+    """GPT's ``mask[:t, :t]`` was 32 trace ops (wrap, clamp at 0 and at the size, count >= 0, per dim)."""
+    def mask_only(x):
+        t = x.shape[1]
+        return tp.Tensor(MASK)[:t, :t]
+
+    _, kept = _made_and_kept(mask_only, [SEQ])
+    kinds = _kinds(kept)
+    assert kinds.count("minimum") == 2  # the clamp to the mask's size stays: t may be 8
+    assert "maximum" not in kinds and "floor_div" not in kinds and "sub" not in kinds, kinds
+    assert len(kept) <= 20, kinds
+
+
+def test_a_bound_that_may_be_negative_keeps_the_wrap():
+    def f(x):
+        return x[:, : x.shape[1] - 3]  # negative for short rows: counts from the end
+
+    _, kept = _made_and_kept(f, [SEQ])
+    assert "floor_div" in _kinds(kept) and "maximum" in _kinds(kept)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_dim_size_bounds_give_numpy_numbers(engine):
+    def f(x):
+        t = x.shape[1]
+        a = causal_mask(x)
+        b = x[:, t // 2 : t + 1]         # a start and a stop from dim sizes; the stop clamps
+        c = x[:, : x.shape[1] - 3]       # may be negative: wraps
+        return a, b, c
+
+    exe = tp.compile(f, args=[SEQ], engine=engine)
+    for cols in (2, 5, 8):
+        x = np.random.default_rng(cols).standard_normal((2, cols)).astype(np.float32)
+        a, b, c = (np.asarray(o.numpy()) for o in exe(tp.Tensor(x)))
+        np.testing.assert_array_equal(a, MASK[:cols, :cols] + x[:1, :1] * 0.0)
+        np.testing.assert_array_equal(b, x[:, cols // 2 : cols + 1])
+        np.testing.assert_array_equal(c, x[:, : cols - 3])

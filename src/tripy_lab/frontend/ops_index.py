@@ -38,6 +38,35 @@ def _wrap(v, size):
     return v - (v // _BIG) * size
 
 
+_NONNEG_KINDS = ("add", "mul", "floor_div", "minimum", "maximum")
+
+
+def _nonneg(v) -> bool:
+    """Whether ``v`` is >= 0 whatever the inputs: an int >= 0, a dim's size (``get_dim``), or sums, products,
+    floor quotients, minima and maxima of such (a few ops deep). Such a slice bound needs no negative-index wrap
+    and no clamp at 0: ``mask[:t, :t]`` with ``t = x.shape[1]`` is one ``minimum`` a dim, not seven ops."""
+    if _is_int(v):
+        return v >= 0
+    return isinstance(v, DimensionSize) and _nonneg_value(v.trace_tensor, 4)
+
+
+def _nonneg_value(tt, depth: int) -> bool:
+    if tt.value is not None:
+        return bool((tt.value >= 0).all())
+    op = tt.producer
+    if op is None or depth == 0:
+        return False
+    return op.kind == "get_dim" or (op.kind in _NONNEG_KINDS and all(_nonneg_value(t, depth - 1) for t in op.inputs))
+
+
+def _bound(v, size, low: int):
+    """A slice bound clamped to [low, size + low] after Python's negative-index wrap (low: 0 for a forward slice,
+    -1 for a backward one); a bound known to be >= 0 needs neither the wrap nor, going forward, the low clamp."""
+    if low == 0 and _nonneg(v):
+        return _min(v, size)
+    return _min(_max(_wrap(v, size), low), size if low == 0 else size - 1)
+
+
 def _static_step(step) -> int:
     """A slice step as an int; a DimensionSize step (nvtripy allows one) must have a value known now."""
     if isinstance(step, DimensionSize):
@@ -74,12 +103,14 @@ def _slice_bounds(size, s: slice):
         count = len(range(start, stop, step))
         return (start if count else 0), count, step
     if step > 0:
-        start = 0 if s.start is None else _min(_max(_wrap(s.start, size), 0), size)
-        stop = size if s.stop is None else _min(_max(_wrap(s.stop, size), 0), size)
-        count = _max((stop - start + (step - 1)) // step, 0)
+        start = 0 if s.start is None else _bound(s.start, size, 0)
+        stop = size if s.stop is None else _bound(s.stop, size, 0)
+        count = (stop - start + (step - 1)) // step
+        if not (_is_int(start) and start == 0):  # from 0, a stop clamped to [0, size] counts >= 0 already
+            count = _max(count, 0)
     else:
-        start = size - 1 if s.start is None else _min(_max(_wrap(s.start, size), -1), size - 1)
-        stop = -1 if s.stop is None else _min(_max(_wrap(s.stop, size), -1), size - 1)
+        start = size - 1 if s.start is None else _bound(s.start, size, -1)
+        stop = -1 if s.stop is None else _bound(s.stop, size, -1)
         count = _max((start - stop + (-step - 1)) // (-step), 0)
     return start, count, step
 
