@@ -166,3 +166,19 @@ def test_dim_size_bounds_give_numpy_numbers(engine):
         np.testing.assert_array_equal(a, MASK[:cols, :cols] + x[:1, :1] * 0.0)
         np.testing.assert_array_equal(b, x[:, cols // 2 : cols + 1])
         np.testing.assert_array_equal(c, x[:, : cols - 3])
+
+
+def test_a_quotient_by_a_runtime_divisor_keeps_the_wrap():
+    """``t // d`` is >= 0 only for d > 0; a divisor known only at run time might be 0 (engines differ there)."""
+    info = tp.InputInfo(((1, 2, 3), (2, 4, 8)), tp.float32)
+
+    def by_half(x):
+        return x[:, : x.shape[1] // 2]
+
+    def by_dim(x):
+        return x[:, : x.shape[1] // x.shape[0]]
+
+    _, kept = _made_and_kept(by_half, [info])
+    assert "maximum" not in _kinds(kept)
+    _, kept = _made_and_kept(by_dim, [info])
+    assert "maximum" in _kinds(kept)

@@ -38,13 +38,14 @@ def _wrap(v, size):
     return v - (v // _BIG) * size
 
 
-_NONNEG_KINDS = ("add", "mul", "floor_div", "minimum", "maximum")
+_NONNEG_KINDS = ("add", "mul", "minimum", "maximum")
 
 
 def _nonneg(v) -> bool:
-    """Whether ``v`` is >= 0 whatever the inputs: an int >= 0, a dim's size (``get_dim``), or sums, products,
-    floor quotients, minima and maxima of such (a few ops deep). Such a slice bound needs no negative-index wrap
-    and no clamp at 0: ``mask[:t, :t]`` with ``t = x.shape[1]`` is one ``minimum`` a dim, not seven ops."""
+    """Whether ``v`` is >= 0 whatever the inputs: an int >= 0, a dim's size (``get_dim``), sums, products, minima
+    and maxima of such, and such a value floor-divided by a known positive number (a few ops deep). Such a slice
+    bound needs no negative-index wrap and no clamp at 0: ``mask[:t, :t]`` with ``t = x.shape[1]`` is one
+    ``minimum`` a dim, not seven ops."""
     if _is_int(v):
         return v >= 0
     return isinstance(v, DimensionSize) and _nonneg_value(v.trace_tensor, 4)
@@ -56,6 +57,9 @@ def _nonneg_value(tt, depth: int) -> bool:
     op = tt.producer
     if op is None or depth == 0:
         return False
+    if op.kind == "floor_div":  # by a known positive divisor (an integer divided by 0 is the engine's choice)
+        d = op.inputs[1].value
+        return d is not None and bool((d > 0).all()) and _nonneg_value(op.inputs[0], depth - 1)
     return op.kind == "get_dim" or (op.kind in _NONNEG_KINDS and all(_nonneg_value(t, depth - 1) for t in op.inputs))
 
 
