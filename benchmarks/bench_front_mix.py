@@ -1,6 +1,6 @@
 """The front half over a mix of op families, at several sizes, vs jax on the same functions (CPU):
 
-    python benchmarks/bench_front_mix.py [--sizes 1000,10000,80000] [--reps 3] [--json out.json]
+    python benchmarks/bench_front_mix.py [--sizes 1000,10000,80000] [--reps 5] [--json out.json] [--no-pin]
 
 bench_front.py times one spelling (a chain of element-wise ops). Users write other things, so this one
 builds each program from a block that mixes the families people use — matmul, conv, reductions, softmax,
@@ -18,11 +18,22 @@ timed the same way and interleaved (ours, jax, ours, jax...): each ratio is the 
 a load change on a shared machine hits both sides. The trace+lower ratio is also given in process CPU time
 (``*_cpu_*``: both stages are single-threaded Python), which such a machine disturbs less than wall time;
 ``per_op_us`` sums up each size. The 80k-op size takes about 2 minutes on an idle machine (no build there).
+
+**One CPU for the single-threaded pairs.** On a shared virtual machine the CPUs are not equal: on the H200
+machine (16 vCPUs, 2026-12-02) the same trace+lower took 0.23 s pinned to most vCPUs and 0.40-0.43 s pinned to
+some others, and a process moved between them as the scheduler pleased, so a pair could time ours on a slow vCPU
+and jax on a fast one, and the per-op growth compared sizes measured on different ones. The trace+lower pairs
+therefore run pinned (``os.sched_setaffinity``) to the CPU where a short pure-Python loop ran fastest
+(``quiet_cpu``: best of three on each allowed CPU, at the start); ``cpu_loop_ms`` records the fastest and
+slowest CPU's loop. Both sides of those pairs are single-threaded Python, so one CPU costs neither anything.
+The builds are not pinned: XLA's compile uses several threads (1.4 CPU-seconds a second on the 2-core VM).
+``--no-pin`` leaves the scheduler's choice.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -60,6 +71,52 @@ def paired_median_times(fns: dict, reps: int, r: dict) -> list[tuple[float, obje
     for k in keys:
         r[f"{k}_cpu_s"] = statistics.median(times[k][1])
     return [(statistics.median(times[k][0]), outs[k]) for k in keys]
+
+
+def _loop() -> int:  # a few ms of the interpreter's allocation and dict work, as tracing does
+    d = {}
+    for i in range(20000):
+        d[i] = (i, str(i))
+    return len(d)
+
+
+def quiet_cpu(out: dict) -> int | None:
+    """The allowed CPU where ``_loop`` runs fastest (best of three per CPU), or None where affinity cannot be set
+    or only one CPU is allowed. Records each CPU's best time in ``out["cpu_loop_ms"]``."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        return None
+    best = {}
+    _loop()  # the first run grows the heap: not any CPU's time
+    try:
+        for cpu in allowed:
+            os.sched_setaffinity(0, {cpu})
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                _loop()
+                times.append(time.perf_counter() - start)
+            best[cpu] = min(times)
+    finally:
+        os.sched_setaffinity(0, allowed)
+    out["cpu_loop_ms"] = {c: round(t * 1e3, 2) for c, t in best.items()}
+    return min(best, key=best.get)
+
+
+@contextlib.contextmanager
+def pinned(cpu: int | None):
+    """Run the block on ``cpu`` alone (None: as the scheduler pleases), then restore the allowed set."""
+    if cpu is None:
+        yield
+        return
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
 
 
 D = 32  # feature width: small, so the front half dominates, not XLA's compile of big constants
@@ -130,7 +187,7 @@ def programs(blocks: int):
     return f_tp, f_jax
 
 
-def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
+def measure(target_ops: int, reps: int, max_build_ops: int, cpu: int | None = None) -> dict:
     import jax
 
     import tripy_lab as tp
@@ -152,7 +209,10 @@ def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
         jax.clear_caches()
         return jax.jit(f_jax).lower(x)
 
-    (t_ours, lowered), (t_jax, _) = paired_median_times({"trace_lower": ours, "jax_lower": jax_lower}, reps_here, r)
+    with pinned(cpu):  # both sides single-threaded Python: the same CPU for each pair (module docstring)
+        (t_ours, lowered), (t_jax, _) = paired_median_times({"trace_lower": ours, "jax_lower": jax_lower},
+                                                            reps_here, r)
+    r["pinned_cpu"] = cpu
     r["trace_ops"] = len(lowered.traced.trace.ops)
     r["mlir_ops"] = len(lowered.program.ops())
     r["trace_s"], r["lower_s"] = lowered.traced.seconds, lowered.seconds
@@ -186,17 +246,20 @@ def measure(target_ops: int, reps: int, max_build_ops: int) -> dict:
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", default="1000,10000,80000")
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=5)
     p.add_argument("--max-build-ops", type=int, default=20000)
     p.add_argument("--json", default=None)
+    p.add_argument("--no-pin", action="store_true", help="leave the trace+lower pairs to the scheduler's CPUs")
     a = p.parse_args(argv)
     import jax
 
     out = {"jax": jax.__version__, "device": str(jax.devices()[0].device_kind), "machine": platform.machine(),
            "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "load_average_before": os.getloadavg()[0], "sizes": []}
+    cpu = None if a.no_pin else quiet_cpu(out)
+    out["pinned_cpu"] = cpu
     for size in [int(s) for s in a.sizes.split(",")]:
-        r = measure(size, a.reps, a.max_build_ops)
+        r = measure(size, a.reps, a.max_build_ops, cpu)
         out["sizes"].append(r)
         print(json.dumps(r), flush=True)
     sizes = out["sizes"]

@@ -113,6 +113,14 @@ def test_cached_attributes_are_shared_values_not_state():
     assert attrs.to_python(attrs.dense_elements(np.array([1, 2], np.int32), "i32")).tolist() == [1, 2]
     assert attrs.to_python(attrs.dense_elements(np.array([1, 2], np.int32), "f16")).dtype == np.float16
     assert trt.enum_attr(trt.UnaryOperationAttr, "kEXP") is trt.enum_attr(trt.UnaryOperationAttr, "kEXP")
+    # a transpose's permutation map: one shared attribute per permutation, equal to the one built afresh
+    from xdsl.dialects.builtin import AffineMapAttr
+    from xdsl.ir.affine import AffineExpr, AffineMap
+
+    perm = ops_base._perm_map((1, 0, 2))
+    assert perm is ops_base._perm_map([1, 0, 2]) is ops_base._perm_map(np.array([1, 0, 2]))
+    assert perm == AffineMapAttr(AffineMap(3, 0, tuple(AffineExpr.dimension(p) for p in (1, 0, 2))))
+    assert perm != ops_base._perm_map((0, 1, 2)) and attrs.to_python(perm) == (1, 0, 2)
 
 
 
@@ -241,6 +249,9 @@ def test_planned_builder_fills_defaults_and_segments_like_irdl():
          {"static_start": attrs.dense_array([0, 0], "i32"), "static_size": attrs.dense_array([1, 2], "i32"),
           "static_stride": attrs.dense_array([1, 1], "i32")}),
         (trt.ConcatenationOp, [[x, x]], [attrs.tensor_type((8, 2), "f32")], {"axis": attrs.int_attr(0, "i32")}),
+        (trt.ConcatenationOp, [(x, x, x)], [attrs.tensor_type((12, 2), "f32")], {"axis": attrs.int_attr(0, "i32")}),
+        (trt.SliceOp, [x, x, None, [x], None], [attrs.tensor_type((1, 2), "f32")],  # SSA, absent, a one-value list
+         {"static_size": attrs.dense_array([1, 2], "i32")}),
         (trt.ReshapeOp, [x, None], [t4], {}),
     ]
     for cls, operands, results, props in cases:

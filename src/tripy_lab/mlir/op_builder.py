@@ -75,8 +75,8 @@ def build_planned(op: IRDLOperation, operands, results, properties: dict[str, At
     values = operands if len(operands) == len(plan.kinds) else None
     if values is not None:  # the common case: one plain SSA value per operand definition
         for v in operands:
-            if type(v) not in _VALUE_TYPES and not isinstance(v, SSAValue):
-                values = None
+            if type(v) not in _VALUE_TYPES and (v is None or type(v) in (list, tuple) or not isinstance(v, SSAValue)):
+                values = None  # an absent optional or a variadic list (not SSA values: no ABCMeta check for them)
                 break
     if values is not None:
         if plan.segments:
@@ -134,11 +134,21 @@ def _flat_operands(kinds: tuple, operands) -> tuple[list, list[int]] | None:
         return None
     flat, sizes = [], []
     for kind, arg in zip(kinds, operands):
-        if _is_value(arg):
+        if arg is None and kind != _SINGLE:
+            sizes.append(0)
+        elif type(arg) in _VALUE_TYPES:
             flat.append(arg)
             sizes.append(1)
-        elif arg is None and kind != _SINGLE:
-            sizes.append(0)
+        elif type(arg) in (list, tuple):  # before the ABCMeta check of _is_value: a variadic operand's list
+            if kind == _SINGLE or not all(_is_value(a) for a in arg):
+                return None
+            if kind == _OPTIONAL and len(arg) > 1:
+                return None
+            flat.extend(arg)
+            sizes.append(len(arg))
+        elif isinstance(arg, SSAValue):
+            flat.append(arg)
+            sizes.append(1)
         elif isinstance(arg, (list, tuple)) and kind != _SINGLE and all(_is_value(a) for a in arg):
             if kind == _OPTIONAL and len(arg) > 1:
                 return None

@@ -9,6 +9,8 @@ from tripy_lab.mlir.ops_base import *  # noqa: F403 - shared imports and syntax 
 
 
 def _dyn_or_static(v) -> tuple[SSAValue | None, DenseArrayBase | None]:
+    if type(v) in (list, tuple):  # the lowering's static bounds; isinstance(v, SSAValue) goes through ABCMeta
+        return None, dense_array([int(x) for x in v], "i32")
     if isinstance(v, SSAValue):
         return v, None
     return None, dense_array([int(x) for x in v], "i32")
