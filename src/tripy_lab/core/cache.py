@@ -134,6 +134,13 @@ def write_atomic(path: str, data: bytes) -> None:
     files.write_atomic(path, data, "cache entry", private=True, follow_symlinks=False, what="the cache file")
 
 
+def write_checked(path: str, data: bytes) -> None:
+    """``write_atomic`` without the fsyncs, for the files this module reads back through a digest check (an entry,
+    the timing cache): one a power cut left empty or short is a verified miss, rebuilt (core.files)."""
+    files.write_atomic(path, data, "cache entry", private=True, follow_symlinks=False, what="the cache file",
+                       durable=False)
+
+
 def degrade(write: Callable[[], Any], path: str, what: str) -> str:
     """Run ``write()``; "" when it worked, else one logged warning (per path and cause) and a build note.
 
@@ -190,7 +197,7 @@ class EntryStore:
     def write(self, key: str, payload: bytes, **meta: Any) -> str:
         head = {"key": key, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest(), **meta}
         path = self.path(key)
-        write_atomic(path, ENTRY_MAGIC + json.dumps(head, sort_keys=True).encode() + b"\n" + payload)
+        write_checked(path, ENTRY_MAGIC + json.dumps(head, sort_keys=True).encode() + b"\n" + payload)
         return path
 
 
@@ -311,7 +318,7 @@ class TimingCacheFile:
                 text = json.dumps(self.body, sort_keys=True).encode()
                 head = json.dumps({"format": TIMING_FORMAT, "version": TIMING_VERSION,
                                    "sha256": hashlib.sha256(text).hexdigest()}).encode()
-                write_atomic(self.path, head[:-1] + self.BODY + text + b"}")
+                write_checked(self.path, head[:-1] + self.BODY + text + b"}")
         except filelock.Timeout as exc:
             raise OSError(errno.EWOULDBLOCK, f"{self.path}.lock is held by another process") from exc
         self._new_hits = {}
