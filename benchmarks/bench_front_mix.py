@@ -26,8 +26,11 @@ and jax on a fast one, and the per-op growth compared sizes measured on differen
 therefore run pinned (``os.sched_setaffinity``) to the CPU where a short pure-Python loop ran fastest
 (``quiet_cpu``: best of three on each allowed CPU, at the start); ``cpu_loop_ms`` records the fastest and
 slowest CPU's loop. Both sides of those pairs are single-threaded Python, so one CPU costs neither anything.
-The builds are not pinned: XLA's compile uses several threads (1.4 CPU-seconds a second on the 2-core VM).
-``--no-pin`` leaves the scheduler's choice.
+XLA's compile uses several threads (1.4 CPU-seconds a second on the 2-core VM), so a build and its jax compile
+run on the *set* of quiet CPUs instead (``quiet_set``: those whose loop was within ``QUIET_WITHIN`` of the
+fastest), every thread of the process pinned (XLA's compile pool was started before): on the H200 machine the
+slowest vCPU ran the loop 1.8x slower than the fastest (2026-12-03), and the scheduler may put one side's compile
+threads there and not the other's. ``--no-pin`` leaves the scheduler's choice for both.
 """
 
 from __future__ import annotations
@@ -105,18 +108,49 @@ def quiet_cpu(out: dict) -> int | None:
     return min(best, key=best.get)
 
 
+QUIET_WITHIN = 1.15  # a CPU whose loop took at most this times the fastest CPU's is quiet
+
+
+def quiet_set(out: dict) -> set | None:
+    """The CPUs of ``out["cpu_loop_ms"]`` (``quiet_cpu``) within ``QUIET_WITHIN`` of the fastest (None without)."""
+    loops = out.get("cpu_loop_ms")
+    if not loops:
+        return None
+    fastest = min(loops.values())
+    return {c for c, t in loops.items() if t <= fastest * QUIET_WITHIN}
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:  # no procfs: the calling thread only
+        return [0]
+
+
 @contextlib.contextmanager
-def pinned(cpu: int | None):
-    """Run the block on ``cpu`` alone (None: as the scheduler pleases), then restore the allowed set."""
-    if cpu is None:
+def pinned(cpus, all_threads: bool = False):
+    """Run the block on ``cpus`` (one CPU or a set; None: as the scheduler pleases), then give each thread its
+    allowed set back. ``all_threads``: every thread of the process, not only the calling one (``sched_setaffinity``
+    sets one thread's mask; XLA's compile threads exist before the block)."""
+    if cpus is None:
         yield
         return
-    allowed = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {cpu})
+    mask = {cpus} if isinstance(cpus, int) else set(cpus)
+    before = {}
+    for tid in (_threads() if all_threads else [0]):
+        try:
+            before[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, mask)
+        except OSError:  # a thread that ended meanwhile
+            before.pop(tid, None)
     try:
         yield
     finally:
-        os.sched_setaffinity(0, allowed)
+        for tid, allowed in before.items():
+            try:
+                os.sched_setaffinity(tid, allowed)
+            except OSError:
+                pass
 
 
 D = 32  # feature width: small, so the front half dominates, not XLA's compile of big constants
@@ -187,7 +221,7 @@ def programs(blocks: int):
     return f_tp, f_jax
 
 
-def measure(target_ops: int, reps: int, max_build_ops: int, cpu: int | None = None) -> dict:
+def measure(target_ops: int, reps: int, max_build_ops: int, cpu: int | None = None, build_cpus=None) -> dict:
     import jax
 
     import tripy_lab as tp
@@ -226,16 +260,19 @@ def measure(target_ops: int, reps: int, max_build_ops: int, cpu: int | None = No
         builds, compiles = [], []
         for _ in range(max(1, reps_here)):
             fresh()
-            start = time.perf_counter()
-            built = lowered.build(engine="xla", shapes="opt")
-            builds.append(time.perf_counter() - start)
+            with pinned(build_cpus, all_threads=True):
+                start = time.perf_counter()
+                built = lowered.build(engine="xla", shapes="opt")
+                builds.append(time.perf_counter() - start)
             del built
             fresh()
             jl = jax.jit(f_jax).lower(x)
-            start = time.perf_counter()
-            jl.compile()
-            compiles.append(time.perf_counter() - start)
+            with pinned(build_cpus, all_threads=True):
+                start = time.perf_counter()
+                jl.compile()
+                compiles.append(time.perf_counter() - start)
             del jl
+        r["build_cpus"] = sorted(build_cpus) if build_cpus is not None else None
         r["xla_build_s"], r["jax_compile_s"] = statistics.median(builds), statistics.median(compiles)
         # each rep builds, then compiles: the median of the per-rep ratios (a load change hits both)
         r["xla_build_vs_jax_compile"] = statistics.median(b / c for b, c in zip(builds, compiles))
@@ -249,7 +286,7 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--max-build-ops", type=int, default=20000)
     p.add_argument("--json", default=None)
-    p.add_argument("--no-pin", action="store_true", help="leave the trace+lower pairs to the scheduler's CPUs")
+    p.add_argument("--no-pin", action="store_true", help="leave the pairs and the builds to the scheduler's CPUs")
     a = p.parse_args(argv)
     import jax
 
@@ -257,9 +294,10 @@ def main(argv=None):
            "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "load_average_before": os.getloadavg()[0], "sizes": []}
     cpu = None if a.no_pin else quiet_cpu(out)
-    out["pinned_cpu"] = cpu
+    build_cpus = None if cpu is None else quiet_set(out)
+    out["pinned_cpu"], out["build_cpus"] = cpu, sorted(build_cpus) if build_cpus is not None else None
     for size in [int(s) for s in a.sizes.split(",")]:
-        r = measure(size, a.reps, a.max_build_ops, cpu)
+        r = measure(size, a.reps, a.max_build_ops, cpu, build_cpus)
         out["sizes"].append(r)
         print(json.dumps(r), flush=True)
     sizes = out["sizes"]

@@ -162,6 +162,20 @@ VARIANTS = {
         "xla_gpu_enable_triton_gemm": False, "xla_disable_hlo_passes": "cublas-pad-for-gemms"}},
     "split+n_major+head_lt_nopad": {"_split": "auto", "_head_layout": "n_major", "_head": {
         **_LT, "xla_disable_hlo_passes": "cublas-pad-for-gemms"}},
+    # Programmatic Dependent Launch: a kernel starts while the one before it drains (the ~1.6 us a kernel
+    # boundary the thirteenth session measured between the GPT's 113 kernels)
+    "split+pdl": {"_split": "auto", "_body": {**_BODY, "xla_gpu_enable_pdl": True},
+                  "_head": {"xla_gpu_enable_pdl": True}},
+    "split+pdl+cmdbuf_all": {"_split": "auto", "_body": {**_BODY, "xla_gpu_enable_pdl": True,
+                                                         "xla_gpu_enable_command_buffer": _CMDBUF_ALL},
+                             "_head": {"xla_gpu_enable_pdl": True}},
+    "split+fusion_autotuner": {"_split": "auto", "_body": {
+        **_BODY, "xla_gpu_experimental_enable_fusion_autotuner": True}},
+    "split+all_fusions_triton": {"_split": "auto", "_body": {
+        **_BODY, "xla_gpu_experimental_all_fusions_with_triton": True}},
+    "split+cudnn_layer_norm": {"_split": "auto", "_body": {**_BODY, "xla_gpu_enable_cudnn_layer_norm": True}},
+    "split+tiling_propagation": {"_split": "auto", "_body": {
+        **_BODY, "xla_gpu_experimental_enable_tiling_propagation": True}},
 }
 
 
