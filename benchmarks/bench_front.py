@@ -20,10 +20,12 @@ result outside its timer. Medians of ``--reps``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import json
 import os
 import platform
+import shutil
 import statistics
 import tempfile
 import time
@@ -81,12 +83,26 @@ def warm_median_time(fn, reps: int, r: dict, key: str) -> tuple[float, object]:
     return statistics.median(times), out
 
 
+_FRESH: list[str] = []  # the cache folder fresh() made last: it goes when the next one is made, or at exit
+
+
+def _drop_fresh():
+    while _FRESH:
+        shutil.rmtree(_FRESH.pop(), ignore_errors=True)
+
+
+atexit.register(_drop_fresh)
+
+
 def fresh():
+    """An empty persistent cache folder and no in-memory jax caches: the next build is a real compile."""
     import jax
 
     import tripy_lab as tp
 
-    tp.config.compilation_cache_dir = tempfile.mkdtemp(prefix="tripy-bench-")
+    _drop_fresh()
+    _FRESH.append(tempfile.mkdtemp(prefix="tripy-bench-"))
+    tp.config.compilation_cache_dir = _FRESH[-1]
     jax.clear_caches()
 
 

@@ -307,3 +307,21 @@ def xla_cache_option() -> str:
     from tripy_lab.engine.xla.cache import AUTOTUNE_OPTION
 
     return AUTOTUNE_OPTION
+
+
+def test_the_gpu_autotune_folder_goes_with_its_store(tmp_path):
+    """One temp folder per store that compiles for a GPU: removed when the store is (it held 40 leftovers of test
+    and benchmark runs in /tmp before)."""
+    import gc
+
+    from tripy_lab.engine.xla.cache import XlaStore
+
+    store = XlaStore(str(tmp_path / "xla"), str(tmp_path / "timing.cache"))
+    folder = store.autotune_options("cuda")[xla_cache_option()]
+    with open(os.path.join(folder, "top.textproto"), "wb") as f:
+        f.write(b"tuned")
+    assert store.autotune_options("cuda")[xla_cache_option()] == folder  # one folder for the store's builds
+    store.record("k" * 64, label="opt", hit=False)  # copied into the timing cache first
+    del store
+    gc.collect()
+    assert not os.path.exists(folder)

@@ -20,8 +20,10 @@ import base64
 import functools
 import itertools
 import os
+import shutil
 import tempfile
 import threading
+import weakref
 from typing import Any
 
 from tripy_lab.core.cache import EntryStore, TimingCacheFile, degrade, digest
@@ -137,6 +139,9 @@ class XlaStore:
     def _autotune_folder(self) -> dict:
         if self._autotune_dir is None:
             self._autotune_dir = tempfile.mkdtemp(prefix="tripy-autotune-")
+            # XLA reads and writes it during this store's compiles and _record copies it into the timing cache:
+            # it goes with the store (or at exit), not left in the temp folder once per GPU build
+            weakref.finalize(self, shutil.rmtree, self._autotune_dir, True)
         with TimingCacheFile.lock:  # _record adds results from other threads' builds meanwhile
             tuned = list(self.timing.body["blobs"].get("autotune", {}).items())
         for name, blob in tuned:
