@@ -312,6 +312,7 @@ def xla_cache_option() -> str:
 def test_the_gpu_autotune_folder_goes_with_its_store(tmp_path):
     """One temp folder per store that compiles for a GPU: removed when the store is (it held 40 leftovers of test
     and benchmark runs in /tmp before)."""
+    import base64
     import gc
 
     from tripy_lab.engine.xla.cache import XlaStore
@@ -325,3 +326,5 @@ def test_the_gpu_autotune_folder_goes_with_its_store(tmp_path):
     del store
     gc.collect()
     assert not os.path.exists(folder)
+    kept = XlaStore(str(tmp_path / "xla"), str(tmp_path / "timing.cache")).timing.body["blobs"]["autotune"]
+    assert base64.b64decode(kept["top.textproto"]) == b"tuned"  # the results outlive the folder
