@@ -185,6 +185,9 @@ def fresh_build(lowered, shapes):
 
     import jax
 
+    from tripy_lab.engine.xla import cache
+
+    cache.flush()  # an earlier build's entries (written behind it) are not written during this one
     tp.config.compilation_cache_dir = tempfile.mkdtemp(prefix="tripy-bench-")
     jax.clear_caches()
     start = time.perf_counter()

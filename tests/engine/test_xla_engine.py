@@ -16,6 +16,7 @@ from tripy_lab.core import dtypes
 from tripy_lab.core.bounds import DimensionInputInfo, InputInfo, NamedDimension
 from tripy_lab.core.errors import TripyException
 from tripy_lab.engine.base import BuildOptions
+from tripy_lab.engine.xla import cache as xla_cache
 from tripy_lab.engine.xla.build import XlaEngine
 from tripy_lab.mlir import dialect as d
 from tripy_lab.mlir.attrs import tensor_type
@@ -303,6 +304,7 @@ def test_persistent_cache_in_process_switches_dirs(tmp_path):
     c2 = build(mlp_program(seed=11), cache_dir=a)
     assert c2.report.cache["persistent_hits"] == 1
     c3 = build(mlp_program(seed=11), cache_dir=b)
+    xla_cache.flush()  # entries are written behind the build
     assert c3.report.cache["persistent_misses"] == 1 and os.listdir(b)
 
 

@@ -8,12 +8,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
 
 import tripy_lab as tp
 from tripy_lab.core import cache
+from tripy_lab.engine.xla import cache as xla_cache
 
 pytest.importorskip("jax")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,7 +39,9 @@ def caches(tmp_path, monkeypatch):
 
 
 def compile_xla(func):
-    return tp.compile(func, args=[tp.InputInfo((4,), tp.float32)], engine="xla")
+    exe = tp.compile(func, args=[tp.InputInfo((4,), tp.float32)], engine="xla")
+    xla_cache.flush()  # entries are written behind the build: these tests read and edit the files
+    return exe
 
 
 def run(exe) -> np.ndarray:
@@ -328,3 +332,37 @@ def test_the_gpu_autotune_folder_goes_with_its_store(tmp_path):
     assert not os.path.exists(folder)
     kept = XlaStore(str(tmp_path / "xla"), str(tmp_path / "timing.cache")).timing.body["blobs"]["autotune"]
     assert base64.b64decode(kept["top.textproto"]) == b"tuned"  # the results outlive the folder
+
+
+# -- entries written behind the build ----------------------------------------------------------------
+def test_an_entry_is_written_behind_its_build_and_a_reload_waits_for_it(caches, monkeypatch):
+    gate, real = threading.Event(), xla_cache.XlaStore._store
+
+    def held(self, *args):
+        assert gate.wait(60)
+        return real(self, *args)
+
+    monkeypatch.setattr(xla_cache.XlaStore, "_store", held)
+    exe = tp.compile(plus_one, args=[tp.InputInfo((4,), tp.float32)], engine="xla")  # returns, its write held
+    np.testing.assert_allclose(run(exe), np.arange(4) + 1.0)
+    assert entries(caches) == [] and cache_report(exe)["persistent_misses"] == 1
+    threading.Timer(0.2, gate.set).start()
+    again = compile_xla(plus_one)  # its load waits for the pending write of the same key: a hit, not a rebuild
+    assert cache_report(again)["persistent_hits"] == 1 and len(entries(caches)) == 1
+    np.testing.assert_allclose(run(again), np.arange(4) + 1.0)
+
+
+def test_a_write_that_fails_behind_the_build_becomes_a_note_not_an_error(caches, monkeypatch, capsys):
+    def broken(self, *args):
+        raise RuntimeError("serializer exploded")
+
+    monkeypatch.setattr(xla_cache.XlaStore, "_store", broken)
+    exe = compile_xla(plus_one)
+    np.testing.assert_allclose(run(exe), np.arange(4) + 1.0)
+    text = "\n".join(exe.stages["built"].report.notes)
+    assert "persistent cache: not stored: RuntimeError: serializer exploded" in text, text
+    assert entries(caches) == []
+    monkeypatch.undo()
+    monkeypatch.setattr(tp.config, "compilation_cache_dir", str(caches / "xla"))
+    monkeypatch.setattr(tp.config, "timing_cache_file_path", str(caches / "timing.cache"))
+    assert cache_report(compile_xla(plus_one))["persistent_misses"] == 1 and len(entries(caches)) == 1

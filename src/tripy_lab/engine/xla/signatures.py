@@ -236,7 +236,7 @@ class Signatures:
             if missed != "no entry":
                 rejected = missed
                 notes.append(f"persistent cache entry for {label} rejected: {missed}; replaced")
-            if stored := store.save(key, compiled, label):
+            if stored := store.save(key, compiled, label, late_notes=self.report.notes):  # written behind
                 notes.append(f"persistent cache: {stored}")
         if store is not None:
             store.record(key, label, hit=cached is not None)
