@@ -257,13 +257,15 @@ def measure(target_ops: int, reps: int, max_build_ops: int, cpu: int | None = No
     r["trace_lower_cpu_us_per_op"] = r["trace_lower_cpu_s"] / r["trace_ops"] * 1e6
 
     if r["trace_ops"] <= max_build_ops:
-        builds, compiles = [], []
+        builds, compiles, parts = [], [], []
         for _ in range(max(1, reps_here)):
             fresh()
             with pinned(build_cpus, all_threads=True):
                 start = time.perf_counter()
                 built = lowered.build(engine="xla", shapes="opt")
                 builds.append(time.perf_counter() - start)
+            # where a build's time went: its StableHLO emission and its XLA compile (key, load, compile)
+            parts.append([(round(b.lower_s, 3), round(b.compile_s, 3)) for b in built.compiled.executables().values()])
             del built
             fresh()
             jl = jax.jit(f_jax).lower(x)
@@ -273,6 +275,8 @@ def measure(target_ops: int, reps: int, max_build_ops: int, cpu: int | None = No
                 compiles.append(time.perf_counter() - start)
             del jl
         r["build_cpus"] = sorted(build_cpus) if build_cpus is not None else None
+        r["xla_build_reps_s"], r["jax_compile_reps_s"] = [round(b, 3) for b in builds], [round(c, 3) for c in compiles]
+        r["xla_build_lower_compile_reps_s"] = parts
         r["xla_build_s"], r["jax_compile_s"] = statistics.median(builds), statistics.median(compiles)
         # each rep builds, then compiles: the median of the per-rep ratios (a load change hits both)
         r["xla_build_vs_jax_compile"] = statistics.median(b / c for b, c in zip(builds, compiles))

@@ -27,11 +27,15 @@ def _initializers(model):
     return {i.name: i for i in model.graph.initializer}
 
 
-def test_linear_weights_reach_matmul_as_2d_constants(gpt):
+def test_linear_weights_reach_matmul_as_2d_constants(gpt, tmp_path):
     """onnxruntime prepacks a MatMul's B only when it is a 2-D constant; tp.Linear's weight arrives as
     [1, K, N] (broadcast to x's rank) and was left 3-D, which cost GPT-2 small 1.6x in its MatMuls."""
     exe, weights = gpt
-    opt = exe._compiled.optimized_model
+    # the engine keeps the optimized graph without its initializers' data: a session of the same options writes
+    # the model and its weights file here, and onnx.load reads both
+    exe._compiled._session(optimized=str(tmp_path / "optimized.onnx"))
+    opt = onnx.load(str(tmp_path / "optimized.onnx"))
+    assert [n.name for n in opt.graph.node] == [n.name for n in exe._compiled.optimized_model.graph.node]
     inits = _initializers(opt)
     bs = [inits[n.input[1]] for n in opt.graph.node if n.op_type == "MatMul" and n.input[1] in inits]
     assert len(bs) == 4 * CFG["layers"] + 1, [tuple(b.dims) for b in bs]  # qkv, proj, fc, out per block + head

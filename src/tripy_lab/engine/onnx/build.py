@@ -20,7 +20,9 @@ optimization profile is the InputInfo bounds: ``trt_profile_min_shapes`` / ``trt
 ``run`` takes numpy arrays or anything ``np.asarray`` reads (device arrays are copied to the host) and
 returns host numpy arrays on every provider (no IOBinding of device buffers yet).
 
-The layer table comes from the session's optimized model (``optimized_model_filepath``): one row per node
+The layer table comes from the session's optimized model (``optimized_model_filepath``, its initializers written
+to a file of their own so the graph stays small; both are read at once and their folder removed, so a process that
+ends without finalizers leaves nothing in the temp folder): one row per node
 after onnxruntime's fusions; a fused node names every MLIR op (hence trace op and user line) whose tensors
 lie between its inputs and outputs. ``profile()`` (the lab's timing runs) and ``layer_times()`` run a
 second, profiling session and join onnxruntime's per-node kernel times to those rows (``profile``).
@@ -90,6 +92,14 @@ def choose_providers(program) -> list:
 _CARRIER_NP = {"bf16": np.float32, "f8E4M3FN": np.float32, "f4E2M1FN": np.float32, "i4": np.int8}
 
 
+def _read_or_none(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:  # onnxruntime wrote no optimized model: the layer table falls back to the lowered one
+        return None
+
+
 class OnnxRuntimeCompiled(CompiledEngine):
     def __init__(self, program, options: BuildOptions):
         import onnx
@@ -106,11 +116,14 @@ class OnnxRuntimeCompiled(CompiledEngine):
         if level not in OPT_LEVELS:
             raise TripyException(f"Invalid optimization_level {level} for the onnxruntime engine.", ["Expected 0..5."])
         self.providers = choose_providers(program)
-        self._tmp = tempfile.TemporaryDirectory(prefix="tripy_lab_ort_")
         self._model_bytes = with_carrier_types(self.lowering.model).SerializeToString()
         self._level = level
         self.sessions_built = 0
-        self.session = self._session(optimized=os.path.join(self._tmp.name, "optimized.onnx"))
+        with tempfile.TemporaryDirectory(prefix="tripy_lab_ort_") as work:
+            path = os.path.join(work, "optimized.onnx")
+            self.session = self._session(optimized=path)
+            # the graph only (its initializers went to weights.bin): what the layer table and memory view read
+            self._optimized_graph = _read_or_none(path)
         t2 = time.perf_counter()
         self._optimized = None
         self._layers: list[LayerRecord] | None = None
@@ -150,6 +163,8 @@ class OnnxRuntimeCompiled(CompiledEngine):
         so.add_session_config_entry("session.disable_quant_qdq", "1")
         if optimized:
             so.optimized_model_filepath = optimized
+            so.add_session_config_entry("session.optimized_model_external_initializers_file_name", "weights.bin")
+            so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "0")
         if profile_prefix:
             so.enable_profiling = True
             so.profile_file_prefix = profile_prefix
@@ -200,12 +215,13 @@ class OnnxRuntimeCompiled(CompiledEngine):
     # ------------------------------------------------------------------------------------ describing
     @property
     def optimized_model(self):
-        """The session's optimized graph (after onnxruntime's fusions), as an ``onnx.ModelProto``."""
+        """The session's optimized graph (after onnxruntime's fusions), as an ``onnx.ModelProto``: its nodes, and
+        its initializers' names, dims and types without their data (kept in the session, not here)."""
         if self._optimized is None:
             import onnx
 
-            path = os.path.join(self._tmp.name, "optimized.onnx")
-            self._optimized = onnx.load(path) if os.path.exists(path) else self.lowering.model
+            graph = self._optimized_graph
+            self._optimized = onnx.load_from_string(graph) if graph is not None else self.lowering.model
         return self._optimized
 
     @property
@@ -264,22 +280,22 @@ class OnnxRuntimeCompiled(CompiledEngine):
         from tripy_lab.engine.onnx.profile import trace_runs
 
         args = list(args) if args is not None else self.opt_inputs()
-        t0 = time.perf_counter()
-        sess = self._session(profile_prefix=os.path.join(self._tmp.name, "profile"))
-        build_s = time.perf_counter() - t0
-        feed = self._feed(args)
-        try:
-            for k in range(warmup + calls):
-                if between is not None and k >= warmup and (k - warmup) % block == 0:
-                    between(feed, min(block, warmup + calls - k))
-                sess.run(None, feed)
-        except Exception as exc:
-            raise self._error("run failed", exc) from exc
-        finally:
-            path = sess.end_profiling()
-        with open(path) as f:
-            events = json.load(f)
-        os.remove(path)
+        with tempfile.TemporaryDirectory(prefix="tripy_lab_ort_") as work:  # the profile file, read and gone
+            t0 = time.perf_counter()
+            sess = self._session(profile_prefix=os.path.join(work, "profile"))
+            build_s = time.perf_counter() - t0
+            feed = self._feed(args)
+            try:
+                for k in range(warmup + calls):
+                    if between is not None and k >= warmup and (k - warmup) % block == 0:
+                        between(feed, min(block, warmup + calls - k))
+                    sess.run(None, feed)
+            except Exception as exc:
+                raise self._error("run failed", exc) from exc
+            finally:
+                path = sess.end_profiling()
+            with open(path) as f:
+                events = json.load(f)
         self._note_memory(events, args, feed)
         trace = trace_runs(events)
         trace.runs = trace.runs[warmup:]
