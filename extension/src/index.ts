@@ -45,7 +45,7 @@ import { Widget } from '@lumino/widgets';
 
 import { dotText, sanitizeSvg } from './sanitize';
 import { FoldedGraph, graphRendererFactory, IGraphBundle } from './graph';
-import { button, dotToSvg, el, GraphZoom } from './zoom';
+import { button, drawDot, el, GraphZoom } from './zoom';
 
 export { GraphZoom };
 
@@ -172,7 +172,11 @@ export class CrosswalkWidget extends Widget implements IRenderMime.IRenderer {
       const wait = el('div', 'tripy-crosswalk-message', 'Drawing graph…');
       body.appendChild(wait);
       try {
-        text = await dotToSvg(bundle.dot);
+        const drawing = await drawDot(bundle.dot);
+        text = drawing.svg;
+        if (drawing.fallback) {
+          body.appendChild(el('div', 'tripy-crosswalk-message', `Laid out with ${drawing.fallback}.`));
+        }
       } catch (err) {
         wait.textContent = `Could not draw the graph: ${err}`;
         return;

@@ -1,13 +1,43 @@
 /** Shared by the crosswalk and the folded trace graph: DOM helpers, graphviz (wasm), zoom. */
 
-let graphviz: Promise<{ dot: (text: string) => string }> | null = null;
+type GraphvizModule = typeof import('@hpcc-js/wasm-graphviz');
+let graphviz: Promise<GraphvizModule> | null = null;
 
-/** Draw DOT text with the wasm build of Graphviz, loaded once, on first use. */
-export async function dotToSvg(dot: string): Promise<string> {
+/** A DOT drawing: the SVG text, and the layout engine when it is not ``dot`` (with why). */
+export interface IDrawing {
+  svg: string;
+  fallback?: string;
+}
+
+/**
+ * Draw DOT text with the wasm build of Graphviz (loaded once, on first use).
+ *
+ * Its ``dot`` layout crashes on some graphs ("table index is out of bounds", depending on the exact
+ * strings, not on the spacing: hpcc-js-wasm issue 389), and a crash leaves the instance unusable for every
+ * later drawing. So a failed layout unloads the instance, is tried once more on a fresh one, and then drawn
+ * with ``neato`` (no ranks, every node and id kept) rather than not at all.
+ */
+export async function drawDot(dot: string): Promise<IDrawing> {
   if (graphviz === null) {
-    graphviz = import('@hpcc-js/wasm-graphviz').then(m => m.Graphviz.load());
+    graphviz = import('@hpcc-js/wasm-graphviz');
   }
-  return (await graphviz).dot(dot);
+  const { Graphviz } = await graphviz;
+  let first: unknown = null;
+  for (const engine of ['dot', 'dot', 'neato'] as const) {
+    try {
+      const svg = (await Graphviz.load()).layout(dot, 'svg', engine);
+      return first === null ? { svg } : { svg, fallback: `${engine} (the dot layout failed: ${first})` };
+    } catch (err) {
+      first = first ?? err;
+      Graphviz.unload(); // the next load() starts a fresh instance
+    }
+  }
+  throw first;
+}
+
+/** ``drawDot``'s SVG text. */
+export async function dotToSvg(dot: string): Promise<string> {
+  return (await drawDot(dot)).svg;
 }
 
 export function el<K extends keyof HTMLElementTagNameMap>(

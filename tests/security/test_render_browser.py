@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from playwright.sync_api import expect
 
@@ -208,8 +208,19 @@ def check_notebook(lab, dialogs, arts: list[dict], shot: str) -> dict:
     return after
 
 
+# names whose trace graph crashes the wasm graphviz's dot layout ("table index is out of bounds"; a CI run found them):
+# the crosswalk then draws it with neato (extension/src/zoom.ts, drawDot) and later graphs still draw
+DOT_LAYOUT_CRASH = ['<a href="javascript:window.__pwned=1;alert(1)">link</a>',
+                    "<script>window.__pwned=1;alert(1)</script>",
+                    '<iframe srcdoc="<script>parent.__pwned=1</script>">',
+                    '<math><mi xlink:href="javascript:window.__pwned=1;alert(1)">m</mi></math>', "\n", "\\L\\N",
+                    "'><svg/onload=window.__pwned=1;alert(1)>",
+                    ">08<style>body{background:rgb(255,0,0)!important}*{display:none!important}</style>"]
+
+
 @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(first=batches, second=batches)
+@example(first=DOT_LAYOUT_CRASH, second=["b1", "b2", "b3", "b4"])
 def test_crosswalk_and_html_in_trusted_and_untrusted_notebooks(lab, dialogs, first, second):
     dialogs.clear()
     arts = [artifacts(first), artifacts(second)]

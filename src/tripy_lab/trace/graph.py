@@ -176,13 +176,13 @@ def dot_quote(text: str, kind: str = "label") -> str:
     parser, but graphviz then reads ``\\\\`` as ``\\``, ``\\N``/``\\G``/``\\L``... as object names and
     ``\\n``/``\\l`` as line breaks, and decodes HTML entities: so ``\\`` is doubled, ``"`` escaped and
     ``&`` written ``&amp;``. Newlines are ``\\n`` in labels (a raw newline after a backslash would be
-    DOT's line continuation and vanish); in ids they are ``&#10;`` (graphviz keeps entities, and XML reads
-    a raw newline in an attribute as a space). Tooltips substitute ``\\L`` even after a doubled backslash
+    DOT's line continuation and vanish); in ids and tooltips they are ``&#10;`` (graphviz keeps entities, and XML
+    reads a raw newline in an attribute as a space). Tooltips substitute ``\\L`` even after a doubled backslash
     (graphviz 2.43): there ``\\`` is drawn as U+2216.
     """
     t = dot_text(text).replace("&", "&amp;")
     t = t.replace("\\", "\u2216") if kind == "tooltip" else t.replace("\\", "\\\\")
-    if kind == "id":
+    if kind in ("id", "tooltip"):  # (a raw newline first in a tooltip was dropped by graphviz)
         t = t.replace("\n", "&#10;")
     elif kind == "label":
         t = t.replace("\n", "\\n")
