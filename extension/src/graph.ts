@@ -22,7 +22,7 @@ import { Widget } from '@lumino/widgets';
 
 import { fmt, GRAPH_MIME, GraphModel, IGraphBundle, levelDot, shade } from './graph_level';
 import { sanitizeSvg } from './sanitize';
-import { button, dotToSvg, el, GraphZoom } from './zoom';
+import { button, drawDot, el, GraphZoom } from './zoom';
 
 export { GRAPH_MIME };
 export type { IGraphBundle };
@@ -78,8 +78,9 @@ export class FoldedGraph {
     const { dot, edges } = levelDot(this.model, this.expanded);
     this.drawnEdges = edges;
     let text: string;
+    let fallback: string | undefined;
     try {
-      text = await dotToSvg(dot);
+      ({ svg: text, fallback } = await drawDot(dot));
     } catch (err) {
       this.body.textContent = `Could not draw the graph: ${err}`;
       return;
@@ -91,6 +92,9 @@ export class FoldedGraph {
     }
     this.body.textContent = '';
     this.body.appendChild(clean.svg);
+    if (fallback) {
+      this.body.appendChild(el('div', 'tripy-crosswalk-message', `Laid out with ${fallback}.`));
+    }
     this.elements.clear();
     this.edgeElements.clear();
     for (const [g, id] of clean.ids) {

@@ -15,7 +15,7 @@ export interface IDrawing {
  * Its ``dot`` layout crashes on some graphs ("table index is out of bounds", depending on the exact
  * strings, not on the spacing: hpcc-js-wasm issue 389), and a crash leaves the instance unusable for every
  * later drawing. So a failed layout unloads the instance, is tried once more on a fresh one, and then drawn
- * with ``neato`` (no ranks, every node and id kept) rather than not at all.
+ * with ``fdp`` (no ranks; every node, id and cluster kept) rather than not at all.
  */
 export async function drawDot(dot: string): Promise<IDrawing> {
   if (graphviz === null) {
@@ -23,7 +23,7 @@ export async function drawDot(dot: string): Promise<IDrawing> {
   }
   const { Graphviz } = await graphviz;
   let first: unknown = null;
-  for (const engine of ['dot', 'dot', 'neato'] as const) {
+  for (const engine of ['dot', 'dot', 'fdp'] as const) {
     try {
       const svg = (await Graphviz.load()).layout(dot, 'svg', engine);
       return first === null ? { svg } : { svg, fallback: `${engine} (the dot layout failed: ${first})` };
@@ -33,11 +33,6 @@ export async function drawDot(dot: string): Promise<IDrawing> {
     }
   }
   throw first;
-}
-
-/** ``drawDot``'s SVG text. */
-export async function dotToSvg(dot: string): Promise<string> {
-  return (await drawDot(dot)).svg;
 }
 
 export function el<K extends keyof HTMLElementTagNameMap>(

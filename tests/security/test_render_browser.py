@@ -209,7 +209,7 @@ def check_notebook(lab, dialogs, arts: list[dict], shot: str) -> dict:
 
 
 # names whose trace graph crashes the wasm graphviz's dot layout ("table index is out of bounds"; a CI run found them):
-# the crosswalk then draws it with neato (extension/src/zoom.ts, drawDot) and later graphs still draw
+# the crosswalk then draws it with fdp (extension/src/zoom.ts, drawDot) and later graphs still draw
 DOT_LAYOUT_CRASH = ['<a href="javascript:window.__pwned=1;alert(1)">link</a>',
                     "<script>window.__pwned=1;alert(1)</script>",
                     '<iframe srcdoc="<script>parent.__pwned=1</script>">',
