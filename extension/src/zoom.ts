@@ -26,7 +26,8 @@ export async function drawDot(dot: string): Promise<IDrawing> {
   for (const engine of ['dot', 'dot', 'fdp'] as const) {
     try {
       const svg = (await Graphviz.load()).layout(dot, 'svg', engine);
-      return first === null ? { svg } : { svg, fallback: `${engine} (the dot layout failed: ${first})` };
+      // a retried dot layout that works is the drawing asked for: only fdp is worth a note
+      return engine === 'dot' ? { svg } : { svg, fallback: `${engine} (the dot layout failed: ${first})` };
     } catch (err) {
       first = first ?? err;
       Graphviz.unload(); // the next load() starts a fresh instance

@@ -69,7 +69,7 @@ def wait_for(key: str) -> None:
     with _pending_lock:
         future = _pending.get(key)
     if future is not None:
-        future.result()  # the write itself never raises (_write_entry)
+        future.result()  # the write itself never raises (XlaStore.save catches everything)
 
 
 def flush() -> None:
@@ -159,11 +159,11 @@ class XlaStore:
         except Exception as exc:  # a verified entry jaxlib cannot load (e.g. written by another build of it)
             return None, f"entry could not be loaded ({type(exc).__name__}); rebuilt"
 
-    def save(self, key: str, compiled, label: str, late_notes: list | None = None) -> str:
+    def save(self, key: str, compiled, label: str, late_notes: list) -> str:
         """Store ``compiled`` (and its row in the timing cache); "" or why not, for the build notes.
 
-        Written behind (``WRITE_BEHIND``) when ``late_notes`` is given: a failure of that write is appended
-        there ("persistent cache: ...") when it happens, and logged."""
+        Written behind (``WRITE_BEHIND``): a failure of that write is appended to ``late_notes`` ("persistent
+        cache: ...") when it happens, and logged."""
         notes = [p for p in self.problems if p]
         self.problems = []  # said once, in the first build's notes (and logged once)
         self._recorded.add(key)
@@ -175,7 +175,7 @@ class XlaStore:
                 done = [f"not stored: {type(exc).__name__}: {exc}"]
             return "; ".join(n for n in done if n)
 
-        if WRITE_BEHIND and late_notes is not None and _behind(key, lambda: _late(write, late_notes)):
+        if WRITE_BEHIND and _behind(key, lambda: _late(write, late_notes)):
             return "; ".join(n for n in notes if n)
         notes.append(write())
         return "; ".join(n for n in notes if n)
