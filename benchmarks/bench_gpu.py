@@ -13,7 +13,8 @@ Every goal of issue 12 that needs a GPU, as a ratio measured in this one run:
    (goal <= 1.5x), and the lab's timing table (compute within 5 % of back-to-back / N) and per-layer time.
 
 Times are medians over repeated batches of back-to-back calls; each batch ends with a device sync
-(block_until_ready / torch.cuda.synchronize), so they are device-bound times of the queued work.
+(block_until_ready / torch.cuda.synchronize), so they are device-bound times of the queued work. Peers
+compared in a ratio take turns batch by batch (``timed_rounds``), so both meet the same GPU states.
 """
 
 from __future__ import annotations
@@ -40,16 +41,28 @@ B, S, D, H = 8, 512, 1024, 16
 
 
 def timed(fn, sync, iters=20, reps=7):
-    fn()
-    sync()
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        for _ in range(iters):
-            fn()
+    return timed_rounds({"one": (fn, sync)}, iters, reps)["one"]
+
+
+def timed_rounds(runs: dict, iters=20, reps=7) -> dict:
+    """Median seconds a call of each ``name: (fn, sync)``, the peers' batches taking turns: rep r runs every
+    peer once, in an order rotated by r, so each peer meets the same power-cap and clock states (a peer timed
+    whole after another would meet a hotter GPU, and the ratio would move with the order)."""
+    names = list(runs)
+    for fn, sync in runs.values():
+        fn()
         sync()
-        samples.append((time.perf_counter() - start) / iters)
-    return statistics.median(samples)
+    samples = {name: [] for name in names}
+    for rep in range(reps):
+        for i in range(len(names)):
+            name = names[(i + rep) % len(names)]
+            fn, sync = runs[name]
+            start = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            sync()
+            samples[name].append((time.perf_counter() - start) / iters)
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def weights(rng):
@@ -145,9 +158,9 @@ def bench_block(results):
     def run_jax():
         last["j"] = jitted(p_j, x_j)
 
-    t_ours = timed(run_ours, lambda: exe.synchronize())
-    t_jax = timed(run_jax, lambda: last["j"].block_until_ready())
-    t_torch = timed(lambda: torch_block(p_t, x_t), torch.cuda.synchronize)
+    t = timed_rounds({"ours": (run_ours, exe.synchronize), "jax": (run_jax, lambda: last["j"].block_until_ready()),
+                      "torch": (lambda: torch_block(p_t, x_t), torch.cuda.synchronize)})
+    t_ours, t_jax, t_torch = t["ours"], t["jax"], t["torch"]
     results["block"] = {"compile_s": compile_s, "tripy_lab_ms": t_ours * 1e3, "jax_jit_ms": t_jax * 1e3,
                         "torch_eager_ms": t_torch * 1e3, "vs_jax": t_jax / t_ours, "vs_torch": t_torch / t_ours,
                         "goal_vs_jax_1.2x": t_jax / t_ours >= 1.2,
@@ -171,8 +184,9 @@ def bench_gemm(results):
     x_j = jax.device_put(x, jax.devices("gpu")[0])
     w_t = torch.from_numpy(w).cuda()
     x_t = torch.from_numpy(x).cuda()
-    t_ours = timed(lambda: exe(x_j), exe.synchronize, iters=10)
-    t_torch = timed(lambda: torch.matmul(x_t, w_t.T), torch.cuda.synchronize, iters=10)
+    t = timed_rounds({"ours": (lambda: exe(x_j), exe.synchronize),
+                      "torch": (lambda: torch.matmul(x_t, w_t.T), torch.cuda.synchronize)}, iters=10)
+    t_ours, t_torch = t["ours"], t["torch"]
     flops = 2 * n**3
     results["gemm"] = {"compile_s": compile_s, "tripy_lab_tflops": flops / t_ours / 1e12,
                        "torch_matmul_tflops": flops / t_torch / 1e12, "ratio": t_torch / t_ours}
@@ -248,24 +262,23 @@ def bench_gpt(results, out_dir=None):
             def run_jax():
                 last["j"] = jax_fwd(jax_params, idx_j)
 
-            n = 30  # calls per synchronized batch: the sync bubble (a call's host latency) is 1/n of the time
-            row["tripy_lab_ms"] = timed(run_ours, exe.synchronize, iters=n) * 1e3
-            row["jax_jit_cudnn_ms"] = timed(run_jax, lambda: last["j"].block_until_ready(), iters=n) * 1e3
-            if t == 1024:  # what TUNE_OPT_ONLY costs at the profile's max: its untuned executable
-                row["tripy_lab_untuned_max_ms"] = timed(lambda: exe_profile(idx_j), exe_profile.synchronize,
-                                                        iters=n) * 1e3
-            row["torch_eager_sdpa_ms"] = timed(lambda: torch_fwd(idx_t), torch.cuda.synchronize, iters=n) * 1e3
             start = time.perf_counter()
             compiled(idx_t)
             torch.cuda.synchronize()
             row["torch_compile_first_call_s"] = time.perf_counter() - start
-            row["torch_compile_ms"] = timed(lambda: compiled(idx_t), torch.cuda.synchronize, iters=n) * 1e3
+            runs = {"tripy_lab_ms": (run_ours, exe.synchronize),
+                    "jax_jit_cudnn_ms": (run_jax, lambda: last["j"].block_until_ready()),
+                    "torch_eager_sdpa_ms": (lambda: torch_fwd(idx_t), torch.cuda.synchronize),
+                    "torch_compile_ms": (lambda: compiled(idx_t), torch.cuda.synchronize)}
+            if t == 1024:  # what TUNE_OPT_ONLY costs at the profile's max: its untuned executable
+                runs["tripy_lab_untuned_max_ms"] = (lambda: exe_profile(idx_j), exe_profile.synchronize)
             if t == 128:
                 for _ in range(3):
                     graphs(idx_t)
                 torch.cuda.synchronize()
-                row["torch_compile_cudagraphs_ms"] = timed(lambda: graphs(idx_t), torch.cuda.synchronize,
-                                                           iters=n) * 1e3
+                runs["torch_compile_cudagraphs_ms"] = (lambda: graphs(idx_t), torch.cuda.synchronize)
+            # 30 calls per synchronized batch: the sync bubble (a call's host latency) is 1/30 of the time
+            row.update({k: v * 1e3 for k, v in timed_rounds(runs, iters=30).items()})
         row["tflops_tripy_lab"] = gpt.flops(b, t) / (row["tripy_lab_ms"] * 1e-3) / 1e12
         row["tflops_torch_compile"] = gpt.flops(b, t) / (row["torch_compile_ms"] * 1e-3) / 1e12
         row["vs_torch_compile"] = row["torch_compile_ms"] / row["tripy_lab_ms"]
@@ -351,8 +364,9 @@ def bench_other_spelling(params, lowered_shapes, torch_compiled, rng):
     idx = rng.integers(0, gpt.V, (8, 1024)).astype(np.int32)
     idx_j, idx_t = jax.device_put(idx, gpu), torch.from_numpy(idx).long().cuda()
     with torch.no_grad():
-        r["tripy_lab_ms"] = timed(lambda: tuned(idx_j), tuned.synchronize, iters=30) * 1e3
-        r["torch_compile_ms"] = timed(lambda: torch_compiled(idx_t), torch.cuda.synchronize, iters=30) * 1e3
+        t = timed_rounds({"ours": (lambda: tuned(idx_j), tuned.synchronize),
+                          "torch": (lambda: torch_compiled(idx_t), torch.cuda.synchronize)}, iters=30)
+        r["tripy_lab_ms"], r["torch_compile_ms"] = t["ours"] * 1e3, t["torch"] * 1e3
     r["vs_torch_compile"] = r["torch_compile_ms"] / r["tripy_lab_ms"]
     r["goal_1.05x"] = r["vs_torch_compile"] >= 1.05
     print("gpt_split_spelling", json.dumps(r, indent=1), flush=True)

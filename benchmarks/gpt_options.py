@@ -154,6 +154,10 @@ VARIANTS = {
     "split+no_dot_merger+block_level": {"_split": "auto", "_body": {
         "xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cublaslt": True, "xla_disable_hlo_passes": "dot-merger",
         "xla_gpu_experimental_enable_fusion_block_level_rewriter": True}},
+    # the q/k/v GEMMs kept apart read their rows of c_attn's weight and bias in place (dynamic-slice fusion)
+    # instead of through per-call slice copies
+    "split+no_dot_merger+block_level+dsf": {"_split": "auto", "_body": {
+        **_BODY, "xla_disable_hlo_passes": "dot-merger", "xla_gpu_enable_dynamic_slice_fusion": True}},
     # "_head_layout": xla_split.HEAD_LAYOUT: the logits with the vocabulary dimension major, so the lm head GEMM writes
     # aligned rows (of the transposed product) and cuBLAS can take it unpadded
     "split+n_major": {"_split": "auto", "_head_layout": "n_major"},

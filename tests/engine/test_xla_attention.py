@@ -2,6 +2,7 @@
 the numbers of the unfused program (CPU: jax's own implementation; the GPU tests check cuDNN)."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -129,6 +130,71 @@ def packed_attention_of(w, b, heads, head_dim, mask):
 
 
 packed_attention = packed_attention_of(WQKV, BQKV, H, D, CAUSAL)
+
+
+VOCAB = 1027  # an unaligned lm head (not a multiple of 8, at least xla_split.MIN_COLUMNS): a split signature
+EMB16 = (np.random.default_rng(7).standard_normal((VOCAB, H * D)) * 0.3).astype(np.float16)
+
+
+def packed_attention_lm(x):
+    """The packed attention (f32: XLA:CPU fuses no f16 attention), then an f16 tied lm head: the body of a split
+    signature holds the attention."""
+    bsz, t = x.shape[0], x.shape[1]
+    o = tp.reshape(tp.permute(packed_attention(x), (0, 2, 1, 3)), (bsz, t, H * D))
+    return tp.cast(o, tp.float16) @ tp.transpose(tp.Tensor(EMB16), 0, 1)
+
+
+def numpy_attention_lm(x):
+    y = x @ WQKV.T + BQKV
+    q, k, v = np.transpose(y.reshape(x.shape[0], T, 3, H, D), (2, 0, 3, 1, 4))
+    o = numpy_attention(q, k, v, True).transpose(0, 2, 1, 3).reshape(x.shape[0], T, H * D)
+    return o.astype(np.float16).astype(np.float32) @ EMB16.T.astype(np.float32)
+
+
+def test_packed_qkv_weights_are_cut_apart_in_a_split_body_from_the_row_threshold(monkeypatch):
+    """In a split signature's body with at least QKV_APART_MIN_ROWS rows, the three q/k/v GEMMs read W's and b's
+    parts from arguments cut apart at build time (not slices of W per call), with XLA's dot merger off; below it,
+    the slices; the numbers are numpy's either way."""
+    from tripy_lab.engine.xla import split as xla_split
+
+    monkeypatch.setattr(xla_split, "MODE", "always")
+    monkeypatch.setattr(xla_split, "MIN_ROWS", 8)
+    monkeypatch.setattr(xla_attention, "MODE", "xla")
+    monkeypatch.setattr(xla_attention, "QKV_APART", "always")
+    monkeypatch.setattr(xla_attention, "QKV_APART_MIN_ROWS", B * T)
+    info = tp.InputInfo(((1, B, B), T, 24), tp.float32)
+    exe = tp.compile(packed_attention_lm, args=[info], engine="xla")
+    built = exe.stages["built"].report
+    notes = " ".join(built.notes)
+    assert "q/k/v weights of 1 packed projection(s) also passed cut apart" in notes, notes
+    assert "attention 1 of 1 pattern(s) fused (xla, split qkv (apart), causal)" in notes, notes
+    assert "'xla_disable_hlo_passes': 'dot-merger'" in notes, notes  # the body's options
+    hlo = built.extra_stages["hlo"]
+    for part in ("w", "b"):
+        used = re.findall(rf"const_opqkv\d+{part}[.\w]* = \S+ parameter", hlo)
+        assert len(used) == 3, (part, used)  # the three parts reach the executable (not pruned as unused)
+    rng = np.random.default_rng(6)
+    for bsz in (B, 1):  # at B rows x T: apart; at 1 x T: below the threshold, sliced per call
+        x = rng.standard_normal((bsz, T, 24)).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(exe(x)).astype(np.float32), numpy_attention_lm(x), rtol=2e-2,
+                                   atol=2e-2)
+    notes = " ".join(exe.stages["built"].report.notes)
+    assert "(xla, split qkv (einsums), causal)" in notes, notes
+    # without the parts, the 1-row signature's module prints the same (jax pruned them there) but takes fewer
+    # arguments: a different cache entry, not one loaded and rejected
+    monkeypatch.setattr(xla_attention, "QKV_APART", "off")
+    again = tp.compile(packed_attention_lm, args=[info], engine="xla")
+    assert not again.stages["built"].report.cache["persistent_rejected"], again.stages["built"].report.notes
+
+
+def test_packed_qkv_is_not_cut_apart_outside_a_split_body(monkeypatch):
+    """Without a split (no unaligned head), XLA's Triton GEMMs would take no bias epilogue: the parts are not made."""
+    monkeypatch.setattr(xla_attention, "MODE", "xla")
+    monkeypatch.setattr(xla_attention, "QKV_APART", "always")
+    monkeypatch.setattr(xla_attention, "QKV_APART_MIN_ROWS", B * T)
+    exe = tp.compile(packed_attention, args=[tp.InputInfo((B, T, 24), tp.float32)], engine="xla")
+    notes = " ".join(exe.stages["built"].report.notes)
+    assert "cut apart" not in notes and "split qkv (einsums)" in notes, notes
 
 
 def test_packed_qkv_projection_is_split_into_three_gemms():

@@ -157,25 +157,37 @@ def test_pallas_linear_gelu_matches_unfused_and_is_timed_as_its_own_layer():
     assert abs(df.attrs["layers_ms"] - df.attrs["compute_ms"]) <= 0.15 * df.attrs["compute_ms"], df.attrs
 
 
-def test_packed_qkv_split_into_cudnn_attention_matches_the_reference():
+@pytest.mark.parametrize("how", ["einsums", "apart"])
+def test_packed_qkv_split_into_cudnn_attention_matches_the_reference(monkeypatch, how):
     """GPT-2's c_attn sliced into q, k, v in f16: q, k, v are computed from the packed projection in the
-    layout cuDNN reads, and the result is the reference interpreter's."""
+    layout cuDNN reads, and the result is the reference interpreter's. "apart": the attention in the body of a
+    split signature (an unaligned lm head follows) with QKV_APART_MIN_ROWS rows: three cuBLAS GEMMs on the
+    weight's parts cut apart at build time (the dot merger off keeps them three), each with its bias."""
+    if how == "apart":
+        monkeypatch.setattr(xla_attention, "QKV_APART_MIN_ROWS", B * T)
     hd = H * D
     rng = np.random.default_rng(4)
     w = (rng.standard_normal((3 * hd, hd)) * 0.03).astype(np.float16)
     b = (rng.standard_normal(3 * hd) * 0.1).astype(np.float16)
+    emb = (rng.standard_normal((1027, hd)) * 0.03).astype(np.float16)  # 1027: unaligned, >= xla_split.MIN_COLUMNS
 
     def packed(x):
         lin = tp.Linear(hd, 3 * hd, dtype=tp.float16)
         lin.weight, lin.bias = tp.Tensor(w), tp.Tensor(b)
         qkv = tp.permute(tp.reshape(lin(x), (B, T, 3, H, D)), (2, 0, 3, 1, 4))
-        return causal_attention(qkv[0], qkv[1], qkv[2])
+        o = causal_attention(qkv[0], qkv[1], qkv[2])
+        if how == "einsums":
+            return o
+        return tp.reshape(tp.permute(o, (0, 2, 1, 3)), (B, T, hd)) @ tp.transpose(tp.Tensor(emb), 0, 1)
 
     info = tp.InputInfo((B, T, hd), tp.float16)
     exe = tp.compile(packed, args=[info], engine="xla")
     notes = " ".join(exe.stages["built"].report.notes)
-    assert "attention 1 of 1 pattern(s) fused (cudnn, split qkv (einsums), causal)" in notes, notes
+    assert f"attention 1 of 1 pattern(s) fused (cudnn, split qkv ({how}), causal)" in notes, notes
     assert sum(r.kind == "attention (cuDNN)" for r in exe.stages["built"].layers) == 1
+    if how == "apart":  # q, k, v and the head
+        gemms = [r for r in exe.stages["built"].layers if r.kind.startswith("GEMM")]
+        assert len(gemms) == 4 and "two executables" in notes, [r.as_dict() for r in exe.stages["built"].layers]
     x = rng.standard_normal((B, T, hd)).astype(np.float16)
     ref = tp.compile(packed, args=[info], engine="reference")
     np.testing.assert_allclose(np.asarray(exe(x)).astype(np.float32), np.asarray(ref(x)).astype(np.float32),

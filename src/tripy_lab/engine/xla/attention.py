@@ -21,7 +21,8 @@ runs the original ops one by one (``plan`` returns None), so the rewrite changes
 
 When q, k and v are slices of one packed projection (``x @ W + b`` reshaped to [B, T, 3, H, D] and
 transposed), they are computed as one GEMM each, in the [B, T, H, D] layout the kernel reads
-(``SPLIT_PACKED``), instead of slicing copies out of the packed result.
+(``SPLIT_PACKED``), instead of slicing copies out of the packed result. XLA merges those three GEMMs into one
+again (its dot merger), unless their weights are separate arrays and the merger is off: ``QKV_APART``.
 
 ``MODE``: "auto" (cuDNN on GPUs for f16/bf16 when the scores have at least ``FUSE_MIN_SCORES``
 elements, otherwise unfused), "cudnn", "xla" (jax's own implementation: fused at the jax level; the CPU
@@ -40,6 +41,19 @@ MODE = "auto"
 # q, k, v sliced out of one packed projection (GPT-2's c_attn) are computed as three GEMMs that write the
 # fused kernel's layout directly (the packed GEMM and its slice copies are then dead code for XLA)
 SPLIT_PACKED = True
+# From QKV_APART_MIN_ROWS rows (B x T) on, the three GEMMs of a packed projection whose weight (and bias) are
+# constants run on copies of W's (and b's) parts cut apart at build time, passed as device-resident arguments,
+# with XLA's dot merger off for that executable (APART_OPTIONS): each is a cuBLASLt GEMM with its bias epilogue
+# writing its part straight in the kernel's layout, with no per-call slice copies of W or of the packed result.
+# The copies cost memory (W and b once more: 3.4 MB a layer for GPT-2 small). GPT-2 small on the H200
+# (docs/perf-history.md, seventeenth session), back to back: with q/k/v from three Linears, merged vs apart, B8
+# T1024 4.82 vs 4.69 ms, B4 T1024 2.54 vs 2.54, B2 T1024 1.44 vs 1.45 ms (so from 8192 rows); with the merger off
+# but W sliced per call, B8 T1024 read 4.98 ms; benchmarks/bench_gpu.py, packed spelling, B8 T1024 4.80 ms before,
+# 4.66 ms after.
+# "auto": CUDA only; "always": any platform (the CPU tests); "off".
+QKV_APART = "auto"
+QKV_APART_MIN_ROWS = 8192
+APART_OPTIONS = {"xla_disable_hlo_passes": "dot-merger"}
 _SWAP_LAST = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2), 5: (0, 1, 2, 4, 3)}
 # "auto" fuses only attention whose scores (batch x heads x T x S) have at least this many elements. Below
 # it XLA's own fusions of the unfused ops are as fast or faster, and the whole program stays in one CUDA
@@ -339,9 +353,72 @@ def _packed_projection(value, env, program):
     return mm, x, w.reshape(x.shape[-1], three, h, d), bias, int(list(start)[0])
 
 
-def packed_qkv(m: Match, env, program, platform: str = "cpu"):
-    """(q, k, v as [B, T, H, D] computed straight from a packed projection, how: "kernel" or "einsums"), or
-    None when they do not come from one.
+def apart_applies(platform: str) -> bool:
+    """Whether q/k/v weights are cut apart at build time on ``platform`` (``QKV_APART``)."""
+    return SPLIT_PACKED and (QKV_APART == "always" or (QKV_APART == "auto" and platform in ("gpu", "cuda")))
+
+
+def apart_options(options: dict) -> dict:
+    """``options`` plus ``APART_OPTIONS`` (a pass list already given is kept: the lists are joined)."""
+    out = dict(options)
+    for k, v in APART_OPTIONS.items():
+        out[k] = ",".join(x for x in (out.get(k), v) if x) if k == "xla_disable_hlo_passes" else v
+    return out
+
+
+class _BuildEnv(dict):
+    """What ``_packed_projection`` reads, before any trace: the numpy value of a value computed from constants
+    only (``_static``), else a stand-in with the shape of the value's type (dynamic dims -1)."""
+
+    def __init__(self, program):
+        super().__init__()
+        self.program = program
+
+    def __missing__(self, value):
+        v = _static(value, {}, self.program)
+        if v is None:
+            v = _Shaped(tuple(value.type.get_shape()))
+        self[value] = v
+        return v
+
+    def get(self, value, default=None):
+        return self[value]
+
+
+@dataclass
+class _Shaped:
+    shape: tuple
+
+
+def apart_weights(matches, program) -> dict:
+    """{(id(matmul op), part): (W's part [Din, H*D], b's part [H*D] or None)} in numpy, for each match whose q, k
+    and v are the three parts of one packed projection with a constant weight (and a constant bias or none)."""
+    out: dict = {}
+    env = _BuildEnv(program)
+    for m in matches:
+        try:
+            found = [_packed_projection(x, env, program) for x in (m.q, m.k, m.v)]
+        except (AttributeError, TypeError, ValueError):  # a stand-in where a constant was needed: not a case
+            continue
+        if any(f is None for f in found) or len({id(f[0]) for f in found}) != 1 \
+                or sorted(f[4] for f in found) != [0, 1, 2]:
+            continue
+        _, _, w, bias, _ = found[0]
+        if not isinstance(w, np.ndarray) or not (bias is None or isinstance(bias, np.ndarray)):
+            continue
+        din, _, h, d = w.shape
+        flat_w, flat_b = w.reshape(din, -1), None if bias is None else bias.reshape(-1)
+        for mm, _, _, _, i in found:
+            part = slice(i * h * d, (i + 1) * h * d)
+            out[(id(mm), i)] = (np.ascontiguousarray(flat_w[:, part]),
+                                None if flat_b is None else np.ascontiguousarray(flat_b[part]))
+    return out
+
+
+def packed_qkv(m: Match, env, program, platform: str = "cpu", apart: dict | None = None):
+    """(q, k, v as [B, T, H, D] computed straight from a packed projection, how: "kernel", "apart" or
+    "einsums"), or None when they do not come from one. ``apart``: {(id(matmul op), part): (W's part, b's part)},
+    the traced arguments ``apart_weights`` made (used from ``QKV_APART_MIN_ROWS`` rows on).
 
     Where the Linear kernel applies (``linear.MODE``: CUDA, f16/bf16, tiles that divide), one kernel
     computes the three with their bias, each into its own array ("kernel"); otherwise three einsums, which
@@ -358,14 +435,21 @@ def packed_qkv(m: Match, env, program, platform: str = "cpu"):
         return fused, "kernel"
     out = []
     prec = "highest" if np.dtype(found[0][1].dtype) == np.float32 else None
-    for _, x, w, bias, i in found:  # 2-D GEMMs with a 1-D bias: the shape cuBLASLt's bias epilogue takes
+    b, t, _ = found[0][1].shape
+    cut = apart is not None and b * t >= QKV_APART_MIN_ROWS and all((id(f[0]), f[4]) in apart for f in found)
+    for mm, x, w, bias, i in found:  # 2-D GEMMs with a 1-D bias: the shape cuBLASLt's bias epilogue takes
         b, t, c = x.shape
         _, _, h, d = w.shape
-        y = jnp.matmul(x.reshape(b * t, c), w.reshape(c, -1)[:, i * h * d:(i + 1) * h * d], precision=prec)
+        if cut:
+            w_part, b_part = apart[(id(mm), i)]
+        else:
+            w_part = w.reshape(c, -1)[:, i * h * d:(i + 1) * h * d]
+            b_part = None if bias is None else bias.reshape(-1)[i * h * d:(i + 1) * h * d]
+        y = jnp.matmul(x.reshape(b * t, c), w_part, precision=prec)
         if bias is not None:
-            y = y + bias.reshape(-1)[i * h * d:(i + 1) * h * d]
+            y = y + b_part
         out.append(y.reshape(b, t, h, d))
-    return out, "einsums"
+    return out, "apart" if cut else "einsums"
 
 
 def _packed_by_kernel(found, env, platform):

@@ -141,6 +141,7 @@ class XlaCompiled(Planning, Tracing, Signatures, Running, CompiledEngine):
         platform = jax.default_backend()
         dev = jax.devices()[0]
         self.device = dev
+        self._qkv_apart = self._lift_qkv_parts()
         device = "cpu" if platform == "cpu" else f"{platform} ({dev.device_kind})"
         self.report = BuildReport(engine="xla", device=device)
         level = int(options.optimization_level)
@@ -154,6 +155,11 @@ class XlaCompiled(Planning, Tracing, Signatures, Running, CompiledEngine):
             why = "" if xla.FOLD_CONSTANTS else " (FOLD_CONSTANTS is off: every constant no shape needs)"
             self.report.notes.append(f"{len(self._consts)} large constant(s) passed as device-resident arguments"
                                      + why)
+        if self._qkv_apart:
+            mb = sum(a.nbytes for a in self._consts[len(self._consts) - self._apart_count:]) / 2**20
+            self.report.notes.append(
+                f"q/k/v weights of {len(self._qkv_apart) // 3} packed projection(s) also passed cut apart "
+                f"({mb:.1f} MB): three GEMMs from {xla_attention.QKV_APART_MIN_ROWS} rows on (xla_attention.QKV_APART)")
         self._store = None
         if options.compilation_cache_dir:
             self._store = XlaStore(options.compilation_cache_dir, options.timing_cache_path)

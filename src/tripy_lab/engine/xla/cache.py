@@ -138,8 +138,12 @@ class XlaStore:
                 hlo = lowered.as_text(debug_info=True)
             except TypeError:  # older jax: no debug_info switch
                 hlo = lowered.as_text()
+        # the arguments' structure: a module whose unused arguments jax pruned (parts cut apart for another
+        # signature) prints the same, but an executable loads only with the argument count it was made for
+        trees = [repr(getattr(part, "in_tree", None)) for part in (getattr(lowered, "body", lowered),
+                                                                   getattr(lowered, "head", None))]
         return digest("xla", _tripy_lab_version(), jax.__version__, jaxlib.__version__, device.platform,
-                      device.device_kind, sorted(options.items()), x64, label, program_text_digest, hlo)
+                      device.device_kind, sorted(options.items()), x64, label, program_text_digest, hlo, trees)
 
     def load(self, key: str, lowered, device) -> tuple[Any, str]:
         """(compiled, "") on a verified hit, else (None, why it missed)."""

@@ -130,6 +130,40 @@ class Planning:
                 lifted.append(p.index)
         return consts, lifted
 
+    def _lift_qkv_parts(self) -> dict:
+        """The parts of packed q/k/v projection weights (``xla_attention.apart_weights``) as more device-resident
+        arguments, after the lifted constants: {(id(matmul op), part): (weight's name, bias's name or None)}."""
+        from tripy_lab.engine.xla import attention as xla_attention
+
+        self._apart_count = 0
+        platform = self.device.platform
+        if not self._attention or not xla_attention.apart_applies(platform) \
+                or not xla_attention.auto_fuses(xla_attention.MODE, platform) or not self._may_reach_apart_rows() \
+                or self._split_plan() is None:  # only a split body cuts them apart (Tracing._make_fn)
+            return {}
+        names: dict = {}
+        for key, arrays in xla_attention.apart_weights(self._attention.values(), self.program).items():
+            pair = []
+            for part, value in zip("wb", arrays):
+                if value is None:
+                    pair.append(None)
+                    continue
+                name = f"qkv{len(self._lifted)}{part}"  # a parameter name in the HLO (const_op<name>)
+                with _compile_contexts(self._x64):
+                    self._consts.append(self._jax.device_put(value))
+                self._lifted.append(name)
+                pair.append(name)
+            names[key] = tuple(pair)
+        self._apart_count = sum(p is not None for pair in names.values() for p in pair)
+        return names
+
+    def _may_reach_apart_rows(self) -> bool:
+        """Whether some data argument can have ``QKV_APART_MIN_ROWS`` elements (rows are fewer than elements)."""
+        from tripy_lab.engine.xla import attention as xla_attention
+
+        shapes, _ = self._point_signature("max")
+        return shapes is None or max((math.prod(s) for s in shapes), default=0) >= xla_attention.QKV_APART_MIN_ROWS
+
     def _point_signature(self, point: str = "opt", given: dict | None = None):
         """(shapes, dims) at a profile point ("min"/"opt"/"max"), or of ``given`` ({arg: shape or value},
         others at opt); (None, None) when an argument has no shape profile."""

@@ -79,6 +79,14 @@ def body_options(platform: str) -> dict:
     return dict(BODY_OPTIONS) if _gpu(platform) else {}
 
 
+def _body_options(platform: str, body) -> dict:
+    """``body_options``, plus the attention rewrite's ``APART_OPTIONS`` where the traced ``body`` cut packed
+    q/k/v apart (XLA's dot merger would merge the three GEMMs again)."""
+    from tripy_lab.engine.xla import attention as xla_attention
+
+    return xla_attention.apart_options(body_options(platform)) if body.qkv_apart else body_options(platform)
+
+
 def head_options(platform: str) -> dict:
     return dict(HEAD_OPTIONS) if _gpu(platform) else {}
 
@@ -166,7 +174,8 @@ def lowering(engine, split: Split, shapes, dims, signature, avals, label, option
     if shapes and max(math.prod(s) for s in shapes) < MIN_ROWS:
         return None
     platform, plans = engine.device.platform, engine._plans
-    body = engine._make_fn(dims, run={p.index for p in plans if p.index < split.gemm}, returns=list(split.crossing))
+    body = engine._make_fn(dims, run={p.index for p in plans if p.index < split.gemm}, returns=list(split.crossing),
+                           cut_qkv=True)
     body.__name__ = "main"
     body.__signature__ = signature
 
@@ -179,7 +188,7 @@ def lowering(engine, split: Split, shapes, dims, signature, avals, label, option
         head.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *(
             inspect.Parameter(f"cut{k}", inspect.Parameter.POSITIONAL_ONLY) for k in range(len(given)))])
         lh = jax.jit(head, compiler_options=options or None, out_shardings=formats).lower(*avals, *lb.out_info)
-        return SplitLowered(lb, lh, body_options(platform), head_options(platform))
+        return SplitLowered(lb, lh, _body_options(platform, body), head_options(platform))
 
     lb = lower_body(options)
     given = [v for v in split.crossing if v not in body.statics]  # the crossing values the body returns
@@ -190,7 +199,7 @@ def lowering(engine, split: Split, shapes, dims, signature, avals, label, option
                      f"xla_split.MIN_ROWS = {MIN_ROWS})")
         return None
     notes.append(f"{label}: two executables: {split.describe(plans)} (xla_split; the rest with "
-                 f"{body_options(platform) or 'the same options'})")
+                 f"{_body_options(platform, body) or 'the same options'})")
     formats = head_formats(split, plans, engine._outputs, engine.device)
     if formats is not None:
         moved = [str(k) for k, f in enumerate(formats) if f.layout is not None]

@@ -15,11 +15,13 @@ class Tracing:
     """XlaCompiled's tracing: the program as a jax function, op by op, with the attention and Linear
     rewrites."""
 
-    def _make_fn(self, dims: Sequence[int], run=None, given=(), returns=None, seed=None):
+    def _make_fn(self, dims: Sequence[int], run=None, given=(), returns=None, seed=None, cut_qkv=False):
         """The program as a jax function of (data args, lifted constants). ``run``: only these plan indices (a
         split signature's body or head, ``split``); ``given``: values passed as trailing arguments;
         ``returns``: the values to return instead of the outputs (jax ones only: a static one is kept in
-        ``main.statics`` for the head's trace, which gets them as ``seed``)."""
+        ``main.statics`` for the head's trace, which gets them as ``seed``). ``cut_qkv``: packed q/k/v may run
+        on their weights' parts cut apart (a split body: cuBLASLt GEMMs, the configuration that gains; with
+        Triton GEMMs XLA keeps per-call bias adds instead of the epilogue)."""
         import jax
         import jax.numpy as jnp
 
@@ -78,8 +80,9 @@ class Tracing:
                     run_plan(p)
                     continue
                 if m is not None:
-                    how = self._run_attention(m, env, by_index, platform)
+                    how = self._run_attention(m, env, by_index, platform, lifted if cut_qkv else None)
                     fusions.append(how or "unfused")
+                    main.qkv_apart |= "(apart)" in (how or "")
                 else:
                     how = self._run_linear(lm, env, by_index, platform)
                     linear_fusions.append(how or "unfused")
@@ -92,6 +95,7 @@ class Tracing:
             return tuple(env[v] for v in returns if v not in statics)
 
         main.fusions = fusions
+        main.qkv_apart = False  # a packed q/k/v ran as three GEMMs on weights cut apart: compile with APART_OPTIONS
         main.linear_fusions = linear_fusions
         main.statics = statics
         return main
@@ -138,9 +142,9 @@ class Tracing:
         for res, val in zip(p.op.results, p.fn(p.op, [env[v] for v in p.op.operands], ctx)):
             env[res] = val
 
-    def _run_attention(self, m, env, by_index, platform) -> str | None:
+    def _run_attention(self, m, env, by_index, platform, lifted=None) -> str | None:
         """Run one attention match fused (the implementation's name) or return None (the caller runs it op
-        by op)."""
+        by op). ``lifted``: the traced device-resident arguments by name (the q/k/v parts cut apart)."""
         from tripy_lab.engine.xla import attention as xla_attention
 
         how = xla_attention.plan(m, env, platform, program=self.program)
@@ -150,7 +154,9 @@ class Tracing:
         packed = []
 
         def run():
-            split = xla_attention.packed_qkv(m, env, self.program, platform) if len(ctx_shape) == 4 \
+            apart = {k: tuple(lifted[n] if n else None for n in names) for k, names in self._qkv_apart.items()} \
+                if lifted is not None and self._qkv_apart else None
+            split = xla_attention.packed_qkv(m, env, self.program, platform, apart) if len(ctx_shape) == 4 \
                 and xla_attention.SPLIT_PACKED else None
             if split is None:
                 return xla_attention.run(env[m.q], env[m.k], env[m.v], **how)
