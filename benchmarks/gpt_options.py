@@ -158,6 +158,8 @@ VARIANTS = {
     # instead of through per-call slice copies
     "split+no_dot_merger+block_level+dsf": {"_split": "auto", "_body": {
         **_BODY, "xla_disable_hlo_passes": "dot-merger", "xla_gpu_enable_dynamic_slice_fusion": True}},
+    # "_qkv_apart": xla_attention.QKV_APART (packed q/k/v GEMMs on weights cut apart at build time; "auto" is on)
+    "split+no_qkv_apart": {"_split": "auto", "_qkv_apart": "off"},
     # "_head_layout": xla_split.HEAD_LAYOUT: the logits with the vocabulary dimension major, so the lm head GEMM writes
     # aligned rows (of the transposed product) and cuBLAS can take it unpadded
     "split+n_major": {"_split": "auto", "_head_layout": "n_major"},
@@ -190,6 +192,7 @@ def main():
     p.add_argument("--shapes", default="8x1024,1x128")
     p.add_argument("--profile-all", action="store_true", help="per-layer profile of every variant")
     p.add_argument("--separate-qkv", action="store_true", help="q, k, v from three Linear layers")
+    p.add_argument("--split-qkv", action="store_true", help="q, k, v by tp.split (gpt.SplitAttention)")
     a = p.parse_args()
     import jax
 
@@ -202,7 +205,7 @@ def main():
 
     rng = np.random.default_rng(0)
     params = gpt.weights(rng)
-    model = gpt.tripy_gpt(params, separate_qkv=a.separate_qkv)
+    model = gpt.tripy_gpt(params, separate_qkv=a.separate_qkv, split_qkv=a.split_qkv)
     gpu = jax.devices()[0]
     results = {}
     body_defaults = dict(xla_split.BODY_OPTIONS)
@@ -212,6 +215,7 @@ def main():
         for name in a.variants.split(","):
             options = dict(VARIANTS[name])
             xla_attention.MODE = options.pop("_attention", "auto")
+            xla_attention.QKV_APART = options.pop("_qkv_apart", "auto")
             xla_linear.MODE = options.pop("_linear", "off")
             xla_split.MODE = options.pop("_split", "off")
             xla_split.BODY_OPTIONS = options.pop("_body", body_defaults)

@@ -132,6 +132,31 @@ def packed_attention_of(w, b, heads, head_dim, mask):
 packed_attention = packed_attention_of(WQKV, BQKV, H, D, CAUSAL)
 
 
+def split_attention(x):
+    """The same projection with q, k, v by ``tp.split`` (nanoGPT's spelling): slices of its last dim, each
+    reshaped to [B, T, H, D] and transposed; the mask an int buffer compared with 0."""
+    bsz, t = x.shape[0], x.shape[1]
+    lin = tp.Linear(WQKV.shape[1], WQKV.shape[0])
+    lin.weight, lin.bias = tp.Tensor(WQKV), tp.Tensor(BQKV)
+    q, k, v = (tp.permute(tp.reshape(part, (bsz, t, H, D)), (0, 2, 1, 3)) for part in tp.split(lin(x), 3, dim=2))
+    s = (q @ tp.transpose(k, -1, -2)) * (1.0 / math.sqrt(D))
+    return tp.softmax(tp.masked_fill(s, tp.Tensor(CAUSAL.astype(np.int32)) == 0, float("-inf")), dim=-1) @ v
+
+
+@pytest.mark.parametrize("fn", [packed_attention, split_attention], ids=["packed", "split"])
+def test_each_qkv_spelling_is_computed_from_the_projection(monkeypatch, fn):
+    """q, k, v sliced out of one projection, by reshape + index or by ``tp.split``: three GEMMs in the kernel's
+    layout, and numpy's numbers."""
+    monkeypatch.setattr(xla_attention, "MODE", "xla")
+    exe = tp.compile(fn, args=[tp.InputInfo(((1, 2, 3), T, 24), tp.float32)], engine="xla")
+    notes = " ".join(exe.stages["built"].report.notes)
+    assert "attention 1 of 1 pattern(s) fused (xla, split qkv (einsums), causal)" in notes, notes
+    x = np.random.default_rng(8).standard_normal((B, T, 24)).astype(np.float32)
+    y = x @ WQKV.T + BQKV
+    q, k, v = np.transpose(y.reshape(B, T, 3, H, D), (2, 0, 3, 1, 4))
+    np.testing.assert_allclose(np.asarray(exe(x)), numpy_attention(q, k, v, True), rtol=1e-4, atol=1e-4)
+
+
 VOCAB = 1027  # an unaligned lm head (not a multiple of 8, at least xla_split.MIN_COLUMNS): a split signature
 EMB16 = (np.random.default_rng(7).standard_normal((VOCAB, H * D)) * 0.3).astype(np.float16)
 

@@ -20,7 +20,8 @@ head dims; with ``implementation="cudnn"`` also f16/bf16 on a GPU with head dim 
 runs the original ops one by one (``plan`` returns None), so the rewrite changes how, never what.
 
 When q, k and v are slices of one packed projection (``x @ W + b`` reshaped to [B, T, 3, H, D] and
-transposed), they are computed as one GEMM each, in the [B, T, H, D] layout the kernel reads
+transposed, or split along its last dim by ``tp.split`` and each reshaped and transposed), they are computed as
+one GEMM each, in the [B, T, H, D] layout the kernel reads
 (``SPLIT_PACKED``), instead of slicing copies out of the packed result. XLA merges those three GEMMs into one
 again (its dot merger), unless their weights are separate arrays and the merger is off: ``QKV_APART``.
 
@@ -301,33 +302,76 @@ def plan(m: Match, env: dict, device_platform: str, mode: str | None = None, pro
 
 
 def _packed_projection(value, env, program):
-    """If ``value`` (q, k or v: [B, H, T, D]) is slice ``i`` of a packed projection -- ``x @ W (+ b)``
-    reshaped to [B, T, 3, H, D] and transposed (2, 0, 3, 1, 4), as GPT-2's ``c_attn`` is -- return
+    """If ``value`` (q, k or v: [B, H, T, D]) is part ``i`` of a packed projection ``y = x @ W (+ b)`` -- ``y``
+    reshaped to [B, T, 3, H, D], transposed (2, 0, 3, 1, 4) and sliced, as GPT-2's ``c_attn`` is, or ``y`` sliced
+    along its last dim, reshaped to [B, T, H, D] and transposed (0, 2, 1, 3), as ``tp.split`` of it is -- return
     (matmul op, x, W as [Din, 3, H, D], bias as [3, H, D] or None, i); else None."""
-    r = producer(value)
-    if r is None or r.name not in ("tensorrt.reshape", "tensorrt.collapse_rank"):
+    src = _packed_slice(value, env, program) or _split_slice(value, env, program)
+    if src is None:
         return None
-    sl = producer(r.input)
+    y, (b, t, three, h, d), i = src
+    return _projection(y, env, b, t, three, h, d, i)
+
+
+def _static_slice(sl, env, program):
+    """(start, stride or None) of a default-mode ``tensorrt.slice`` when both are static, else None."""
     if sl is None or sl.name != "tensorrt.slice" or str(attr(sl, "mode", "kDEFAULT")) != "kDEFAULT":
         return None
-    tr = producer(sl.input)
-    if tr is None or tr.name != "tensorrt.transpose" or tuple(attr(tr, "permutation", ())) != (2, 0, 3, 1, 4):
-        return None
-    rs = producer(tr.input)
-    if rs is None or rs.name != "tensorrt.reshape" or not hasattr(env.get(tr.input), "shape"):
-        return None
-    b, t, three, h, d = env[tr.input].shape
-    full, part = env[sl.input].shape, env[sl.results[0]].shape
     start = attr(sl, "static_start")
     if start is None:
         start = _static(sl.start, env, program)
     stride = attr(sl, "static_stride")
     if stride is None and sl.stride is not None:
         stride = _static(sl.stride, env, program)
-    if start is None or part[0] != 1 or tuple(part[1:]) != tuple(full[1:]) \
-            or any(int(x) != 0 for x in list(start)[1:]) or (stride is not None and any(int(x) != 1 for x in stride)):
+    if start is None or (stride is not None and any(int(x) != 1 for x in stride)):
         return None
-    y, bias = rs.input, None
+    return [int(x) for x in start]
+
+
+def _packed_slice(value, env, program):
+    """(y, (B, T, 3, H, D), i) for ``reshape(slice(transpose(reshape(y, [B, T, 3, H, D]))))``, else None."""
+    r = producer(value)
+    if r is None or r.name not in ("tensorrt.reshape", "tensorrt.collapse_rank"):
+        return None
+    sl = producer(r.input)
+    start = _static_slice(sl, env, program)
+    tr = producer(sl.input) if start is not None else None
+    if tr is None or tr.name != "tensorrt.transpose" or tuple(attr(tr, "permutation", ())) != (2, 0, 3, 1, 4):
+        return None
+    rs = producer(tr.input)
+    if rs is None or rs.name != "tensorrt.reshape" or not hasattr(env.get(tr.input), "shape"):
+        return None
+    full, part = env[sl.input].shape, env[sl.results[0]].shape
+    if part[0] != 1 or tuple(part[1:]) != tuple(full[1:]) or any(x != 0 for x in start[1:]):
+        return None
+    return rs.input, tuple(env[tr.input].shape), start[0]
+
+
+def _split_slice(value, env, program):
+    """(y, (B, T, 3, H, D), i) for ``transpose(reshape(slice(y, last dim: part i), [B, T, H, D]), (0, 2, 1, 3))``
+    (``tp.split`` of the packed projection into three), else None."""
+    tr = producer(value)
+    if tr is None or tr.name != "tensorrt.transpose" or tuple(attr(tr, "permutation", ())) != (0, 2, 1, 3):
+        return None
+    r = producer(tr.input)
+    if r is None or r.name != "tensorrt.reshape" or not hasattr(env.get(tr.input), "shape"):
+        return None
+    sl = producer(r.input)
+    start = _static_slice(sl, env, program)
+    if start is None or not hasattr(env.get(sl.input), "shape"):
+        return None
+    b, t, h, d = env[tr.input].shape
+    full, part = env[sl.input].shape, env[sl.results[0]].shape
+    c = h * d
+    if len(full) != 3 or tuple(part) != (full[0], full[1], c) or full[-1] != 3 * c or any(start[:2]) \
+            or start[2] % c:
+        return None
+    return sl.input, (b, t, 3, h, d), start[2] // c
+
+
+def _projection(y, env, b, t, three, h, d, i):
+    """The tuple ``_packed_projection`` returns, for ``y = x @ W (+ b)`` of [B, T, three * H * D]; else None."""
+    bias = None
     add = producer(y)
     if add is not None and add.name == "tensorrt.element_wise" and attr(add, "elementwiseOperation") == "kSUM":
         a1, a2 = add.input1, add.input2
@@ -350,7 +394,7 @@ def _packed_projection(value, env, program):
         w = w.T
     if w.shape != (x.shape[-1], three * h * d):
         return None
-    return mm, x, w.reshape(x.shape[-1], three, h, d), bias, int(list(start)[0])
+    return mm, x, w.reshape(x.shape[-1], three, h, d), bias, int(i)
 
 
 def apart_applies(platform: str) -> bool:
