@@ -212,6 +212,32 @@ def test_packed_qkv_weights_are_cut_apart_in_a_split_body_from_the_row_threshold
     assert not again.stages["built"].report.cache["persistent_rejected"], again.stages["built"].report.notes
 
 
+def test_cutting_apart_reads_each_constant_once():
+    """``apart_weights`` asks ``_static`` about data values too (x, the packed result): with a deep chain before
+    the projection whose steps read the step before twice, each constant is read at most once (a data operand
+    ends the walk), not once per path through the chain."""
+    from collections import Counter
+
+    from tripy_lab import pipeline
+
+    def deep(x):
+        for i in range(24):  # two constants a step, and every step reads the step before twice
+            scale, shift = np.full((24,), 1.0 + i / 100, np.float32), np.full((24,), 0.01, np.float32)
+            x = x * tp.Tensor(scale) + x * tp.Tensor(shift)
+        return packed_attention(x)
+
+    program = pipeline.trace(deep, args=[tp.InputInfo((B, T, 24), tp.float32)]).lower().program
+    reads, real = Counter(), program.constant_value
+
+    def counted(op):
+        reads[id(op)] += 1
+        return real(op)
+
+    program.constant_value = counted
+    parts = xla_attention.apart_weights(xla_attention.find(program.ops()), program)
+    assert len(parts) == 3 and reads and max(reads.values()) == 1, (len(parts), reads.most_common(3))
+
+
 def test_packed_qkv_is_not_cut_apart_outside_a_split_body(monkeypatch):
     """Without a split (no unaligned head), XLA's Triton GEMMs would take no bias epilogue: the parts are not made."""
     monkeypatch.setattr(xla_attention, "MODE", "xla")

@@ -44,7 +44,7 @@ MODE = "auto"
 SPLIT_PACKED = True
 # From QKV_APART_MIN_ROWS rows (B x T) on, the three GEMMs of a packed projection whose weight (and bias) are
 # constants run on copies of W's (and b's) parts cut apart at build time, passed as device-resident arguments,
-# with XLA's dot merger off for that executable (APART_OPTIONS): each is a cuBLASLt GEMM with its bias epilogue
+# with XLA's dot merger off for that executable (``apart_options``): each is a cuBLASLt GEMM with its bias epilogue
 # writing its part straight in the kernel's layout, with no per-call slice copies of W or of the packed result.
 # The copies cost memory (W and b once more: 3.4 MB a layer for GPT-2 small). GPT-2 small on the H200
 # (docs/perf-history.md, seventeenth session), back to back: with q/k/v from three Linears, merged vs apart, B8
@@ -54,7 +54,6 @@ SPLIT_PACKED = True
 # "auto": CUDA only; "always": any platform (the CPU tests); "off".
 QKV_APART = "auto"
 QKV_APART_MIN_ROWS = 8192
-APART_OPTIONS = {"xla_disable_hlo_passes": "dot-merger"}
 _SWAP_LAST = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2), 5: (0, 1, 2, 4, 3)}
 # "auto" fuses only attention whose scores (batch x heads x T x S) have at least this many elements. Below
 # it XLA's own fusions of the unfused ops are as fast or faster, and the whole program stays in one CUDA
@@ -227,9 +226,14 @@ def _static(value, env, program=None, depth: int = 0) -> np.ndarray | None:
     from tripy_lab.engine.xla.ops import STATIC_OK, TABLE, OpContext
 
     fn = TABLE.get(op.name) if op.name in STATIC_OK else None
-    vals = [_static(o, env, program, depth + 1) for o in op.operands]
-    if fn is None or any(x is None or x.size > STATIC_EVAL_LIMIT for x in vals):
+    if fn is None:
         return None
+    vals = []
+    for o in op.operands:  # the first operand that is data (or too big) settles it: a walk from a data value
+        x = _static(o, env, program, depth + 1)  # reading every operand went down each path (2^depth of them)
+        if x is None or x.size > STATIC_EVAL_LIMIT:
+            return None
+        vals.append(x)
     ctx = OpContext(op, -1, dict(zip(op.operands, vals)), np, program)
     try:
         with np.errstate(all="ignore"):
@@ -314,7 +318,8 @@ def _packed_projection(value, env, program):
 
 
 def _static_slice(sl, env, program):
-    """(start, stride or None) of a default-mode ``tensorrt.slice`` when both are static, else None."""
+    """The start of a default-mode ``tensorrt.slice`` (a list of ints) when it and the stride are static and the
+    stride is 1s, else None."""
     if sl is None or sl.name != "tensorrt.slice" or str(attr(sl, "mode", "kDEFAULT")) != "kDEFAULT":
         return None
     start = attr(sl, "static_start")
@@ -403,11 +408,10 @@ def apart_applies(platform: str) -> bool:
 
 
 def apart_options(options: dict) -> dict:
-    """``options`` plus ``APART_OPTIONS`` (a pass list already given is kept: the lists are joined)."""
-    out = dict(options)
-    for k, v in APART_OPTIONS.items():
-        out[k] = ",".join(x for x in (out.get(k), v) if x) if k == "xla_disable_hlo_passes" else v
-    return out
+    """``options`` with XLA's dot merger off (added to a pass list already given), which would merge the three
+    GEMMs again."""
+    passes = ",".join(p for p in (options.get("xla_disable_hlo_passes"), "dot-merger") if p)
+    return {**options, "xla_disable_hlo_passes": passes}
 
 
 class _BuildEnv(dict):

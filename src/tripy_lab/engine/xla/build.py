@@ -156,7 +156,8 @@ class XlaCompiled(Planning, Tracing, Signatures, Running, CompiledEngine):
             self.report.notes.append(f"{len(self._consts)} large constant(s) passed as device-resident arguments"
                                      + why)
         if self._qkv_apart:
-            mb = sum(a.nbytes for a in self._consts[len(self._consts) - self._apart_count:]) / 2**20
+            arrays = dict(zip(self._lifted, self._consts))
+            mb = sum(arrays[n].nbytes for pair in self._qkv_apart.values() for n in pair if n) / 2**20
             self.report.notes.append(
                 f"q/k/v weights of {len(self._qkv_apart) // 3} packed projection(s) also passed cut apart "
                 f"({mb:.1f} MB): three GEMMs from {xla_attention.QKV_APART_MIN_ROWS} rows on (xla_attention.QKV_APART)")

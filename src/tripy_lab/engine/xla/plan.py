@@ -135,7 +135,6 @@ class Planning:
         arguments, after the lifted constants: {(id(matmul op), part): (weight's name, bias's name or None)}."""
         from tripy_lab.engine.xla import attention as xla_attention
 
-        self._apart_count = 0
         platform = self.device.platform
         if not self._attention or not xla_attention.apart_applies(platform) \
                 or not xla_attention.auto_fuses(xla_attention.MODE, platform) or not self._may_reach_apart_rows() \
@@ -154,7 +153,6 @@ class Planning:
                 self._lifted.append(name)
                 pair.append(name)
             names[key] = tuple(pair)
-        self._apart_count = sum(p is not None for pair in names.values() for p in pair)
         return names
 
     def _may_reach_apart_rows(self) -> bool:

@@ -80,8 +80,8 @@ def body_options(platform: str) -> dict:
 
 
 def _body_options(platform: str, body) -> dict:
-    """``body_options``, plus the attention rewrite's ``APART_OPTIONS`` where the traced ``body`` cut packed
-    q/k/v apart (XLA's dot merger would merge the three GEMMs again)."""
+    """``body_options``, with the dot merger off (``xla_attention.apart_options``) where the traced ``body`` cut
+    packed q/k/v apart."""
     from tripy_lab.engine.xla import attention as xla_attention
 
     return xla_attention.apart_options(body_options(platform)) if body.qkv_apart else body_options(platform)

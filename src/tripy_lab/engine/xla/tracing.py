@@ -50,6 +50,9 @@ class Tracing:
             for k, i in enumerate(data_pos):
                 env[block_args[i]] = flat[k]
             lifted = dict(zip(lifted_idx, flat[len(data_pos):n_flat]))
+            # the traced parts of packed q/k/v weights cut apart at build time: {(id(matmul op), part): (W, b)}
+            apart = {k: tuple(lifted[n] if n else None for n in names) for k, names in self._qkv_apart.items()} \
+                if cut_qkv and self._qkv_apart else None
             env.update(zip(given, flat[n_flat:]))
 
             def run_plan(p):
@@ -80,7 +83,7 @@ class Tracing:
                     run_plan(p)
                     continue
                 if m is not None:
-                    how = self._run_attention(m, env, by_index, platform, lifted if cut_qkv else None)
+                    how = self._run_attention(m, env, by_index, platform, apart)
                     fusions.append(how or "unfused")
                     main.qkv_apart |= "(apart)" in (how or "")
                 else:
@@ -95,7 +98,7 @@ class Tracing:
             return tuple(env[v] for v in returns if v not in statics)
 
         main.fusions = fusions
-        main.qkv_apart = False  # a packed q/k/v ran as three GEMMs on weights cut apart: compile with APART_OPTIONS
+        main.qkv_apart = False  # a packed q/k/v ran as three GEMMs on weights cut apart: compile with apart_options
         main.linear_fusions = linear_fusions
         main.statics = statics
         return main
@@ -142,9 +145,9 @@ class Tracing:
         for res, val in zip(p.op.results, p.fn(p.op, [env[v] for v in p.op.operands], ctx)):
             env[res] = val
 
-    def _run_attention(self, m, env, by_index, platform, lifted=None) -> str | None:
+    def _run_attention(self, m, env, by_index, platform, apart=None) -> str | None:
         """Run one attention match fused (the implementation's name) or return None (the caller runs it op
-        by op). ``lifted``: the traced device-resident arguments by name (the q/k/v parts cut apart)."""
+        by op). ``apart``: the traced parts of packed q/k/v weights cut apart (``xla_attention.packed_qkv``)."""
         from tripy_lab.engine.xla import attention as xla_attention
 
         how = xla_attention.plan(m, env, platform, program=self.program)
@@ -154,8 +157,6 @@ class Tracing:
         packed = []
 
         def run():
-            apart = {k: tuple(lifted[n] if n else None for n in names) for k, names in self._qkv_apart.items()} \
-                if lifted is not None and self._qkv_apart else None
             split = xla_attention.packed_qkv(m, env, self.program, platform, apart) if len(ctx_shape) == 4 \
                 and xla_attention.SPLIT_PACKED else None
             if split is None:
