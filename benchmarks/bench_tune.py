@@ -52,7 +52,7 @@ def sweep(model, args, sp, workers: int, timing: dict, gpu: bool = False, refere
 
     extra = {"resources": {"GPU": 1}} if gpu else {}
     start = time.perf_counter()
-    with LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, dashboard_address=None,
+    with LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, dashboard_address=":0",
                       **extra) as cluster, Client(cluster) as client:
         client.wait_for_workers(workers)
         up = time.perf_counter() - start

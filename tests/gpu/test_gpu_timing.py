@@ -157,13 +157,14 @@ def test_pallas_linear_gelu_matches_unfused_and_is_timed_as_its_own_layer():
     assert abs(df.attrs["layers_ms"] - df.attrs["compute_ms"]) <= 0.15 * df.attrs["compute_ms"], df.attrs
 
 
-@pytest.mark.parametrize("how", ["einsums", "apart", "tp.split"])
+@pytest.mark.parametrize("how", ["einsums", "apart", "tp.split", "tp.split apart"])
 def test_packed_qkv_split_into_cudnn_attention_matches_the_reference(monkeypatch, how):
     """GPT-2's c_attn sliced into q, k, v in f16: q, k, v are computed from the packed projection in the
     layout cuDNN reads, and the result is the reference interpreter's. "apart": the attention in the body of a
     split signature (an unaligned lm head follows) with QKV_APART_MIN_ROWS rows: three cuBLAS GEMMs on the
     weight's parts cut apart at build time (the dot merger off keeps them three), each with its bias."""
-    if how == "apart":
+    apart = how.endswith("apart")
+    if apart:
         monkeypatch.setattr(xla_attention, "QKV_APART_MIN_ROWS", B * T)
     hd = H * D
     rng = np.random.default_rng(4)
@@ -174,22 +175,22 @@ def test_packed_qkv_split_into_cudnn_attention_matches_the_reference(monkeypatch
     def packed(x):
         lin = tp.Linear(hd, 3 * hd, dtype=tp.float16)
         lin.weight, lin.bias = tp.Tensor(w), tp.Tensor(b)
-        if how == "tp.split":  # nanoGPT's spelling of the same q, k, v
+        if how.startswith("tp.split"):  # nanoGPT's spelling of the same q, k, v
             qkv = [tp.permute(tp.reshape(p, (B, T, H, D)), (0, 2, 1, 3)) for p in tp.split(lin(x), 3, dim=2)]
         else:
             qkv = tp.permute(tp.reshape(lin(x), (B, T, 3, H, D)), (2, 0, 3, 1, 4))
         o = causal_attention(qkv[0], qkv[1], qkv[2])
-        if how != "apart":
+        if not apart:
             return o
         return tp.reshape(tp.permute(o, (0, 2, 1, 3)), (B, T, hd)) @ tp.transpose(tp.Tensor(emb), 0, 1)
 
     info = tp.InputInfo((B, T, hd), tp.float16)
     exe = tp.compile(packed, args=[info], engine="xla")
     notes = " ".join(exe.stages["built"].report.notes)
-    path = "einsums" if how == "tp.split" else how
+    path = "apart" if apart else "einsums"
     assert f"attention 1 of 1 pattern(s) fused (cudnn, split qkv ({path}), causal)" in notes, notes
     assert sum(r.kind == "attention (cuDNN)" for r in exe.stages["built"].layers) == 1
-    if how == "apart":  # q, k, v and the head
+    if apart:  # q, k, v and the head
         gemms = [r for r in exe.stages["built"].layers if r.kind.startswith("GEMM")]
         assert len(gemms) == 4 and "two executables" in notes, [r.as_dict() for r in exe.stages["built"].layers]
     x = rng.standard_normal((B, T, hd)).astype(np.float16)

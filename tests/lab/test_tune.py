@@ -53,7 +53,8 @@ def _children() -> list:
 @pytest.fixture(scope="module")
 def client():
     before = {p.pid for p in _children()}
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None)
+    # the dashboard on a free port: two xdist workers' clusters would otherwise both ask for 8787
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
     c = distributed.Client(cluster)
     try:
         yield c
